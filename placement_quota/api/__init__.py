@@ -1,0 +1,1 @@
+"""WSGI apps: the enforcement service (specs/000)."""

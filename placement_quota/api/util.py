@@ -1,0 +1,73 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Small helpers shared by our WSGI handlers: JSON responses and bodies."""
+
+import json
+
+import webob
+
+JSON = 'application/json'
+
+
+class HTTPError(Exception):
+    """An error answer: status and a JSON body with at least ``message``."""
+
+    def __init__(self, status, message, headers=None, **extra):
+        super().__init__(message)
+        self.status = status
+        self.body = dict(extra, message=message)
+        self.headers = headers or {}
+
+    def response(self):
+        return json_response(self.status, self.body, self.headers)
+
+
+def json_response(status, body=None, headers=None):
+    response = webob.Response(status=status, headerlist=[])
+    if body is not None:
+        response.content_type = JSON
+        response.charset = 'utf-8'
+        response.body = json.dumps(body).encode('utf-8')
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def no_content():
+    return webob.Response(status=204, headerlist=[])
+
+
+def read_json_body(req, limit):
+    """The request body as bytes, refusing wrong types and oversize ones."""
+    content_type = req.content_type
+    if content_type and content_type != JSON:
+        raise HTTPError(415, 'Content-Type must be %s, not %s'
+                        % (JSON, content_type), field='Content-Type',
+                        value=content_type)
+    length = req.content_length
+    if length is not None:
+        if length > limit:
+            raise _too_large(length, limit)
+        return req.body_file_raw.read(length) if length else b''
+    if req.environ.get('HTTP_TRANSFER_ENCODING', '').lower() != 'chunked':
+        return b''
+    body = req.body_file_raw.read(limit + 1)
+    if len(body) > limit:
+        raise _too_large(None, limit)
+    return body
+
+
+def _too_large(length, limit):
+    size = 'more than %d' % limit if length is None else str(length)
+    return HTTPError(413, 'Request body of %s bytes exceeds the limit of %d '
+                     'bytes ([api] max_request_body_size)' % (size, limit),
+                     field='body', value=length)

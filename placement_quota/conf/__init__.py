@@ -1,0 +1,48 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""oslo.config option groups, one module per group."""
+
+from oslo_log import log as logging
+
+from placement_quota.conf import api
+from placement_quota.conf import enforcement
+from placement_quota.conf import external
+from placement_quota.conf import keystone
+
+MODULES = (api, enforcement, external, keystone)
+
+
+def register_opts(conf):
+    """Register every option group of placement-quota on ``conf``."""
+    for module in MODULES:
+        module.register_opts(conf)
+    # The options of the filters we ship, even when they are not enabled,
+    # so that a value set for them is always checked.
+    from placement_quota import filters
+    for cls in filters.all_filters:
+        cls.register_opts(conf)
+
+
+def new_config(args=(), config_files=None):
+    """A fresh ConfigOpts with our options and oslo.log's, parsed.
+
+    ``config_files=None`` searches the usual places for
+    ``placement-quota.conf`` (``/etc/placement-quota/`` and so on).
+    """
+    from oslo_config import cfg
+
+    conf = cfg.ConfigOpts()
+    register_opts(conf)
+    logging.register_options(conf)
+    conf(list(args), project='placement-quota',
+         default_config_files=config_files)
+    return conf

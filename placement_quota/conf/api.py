@@ -1,0 +1,60 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``[api]``: the enforcement service's HTTP endpoint."""
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('api', title='Enforcement service API',
+                     help='How the enforcement service listens and who may '
+                          'call it.')
+
+opts = [
+    cfg.StrOpt(
+        'auth_strategy', default='noauth', choices=[
+            ('noauth', 'No authentication: for the embedded default and '
+                       'for a service reachable only by blazar-manager.'),
+            ('keystone', 'keystonemiddleware auth_token validates the '
+                         'X-Auth-Token of each request (configure '
+                         '[keystone_authtoken]); the token must carry one of '
+                         'service_roles.')],
+        help='How callers of the enforcement API are authenticated.'),
+    cfg.ListOpt(
+        'service_roles', default=['service'],
+        help='With auth_strategy = keystone, a token must carry at least one '
+             'of these roles (the role of the blazar service user); '
+             'otherwise the request is refused with 403.'),
+    cfg.HostAddressOpt(
+        'bind_host', default='127.0.0.1',
+        help='Address ``placement-quota serve`` listens on.'),
+    cfg.PortOpt(
+        'bind_port', default=8790,
+        help='Port ``placement-quota serve`` listens on.'),
+    cfg.IntOpt(
+        'threads', default=16, min=1, max=1024,
+        help='Worker threads of the WSGI server: requests handled at once.'),
+    cfg.IntOpt(
+        'client_socket_timeout', default=60, min=1,
+        help='Seconds an idle or slow client connection is kept open.'),
+    cfg.IntOpt(
+        'max_request_body_size', default=1048576, min=1024,
+        help='Largest request body accepted, in bytes; a larger one is '
+             'refused with 413. A lease of 1,000 hosts is about 200 KiB.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: opts}

@@ -1,0 +1,109 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The filter protocol of specs/000, compatible with Blazar's ``BaseFilter``.
+
+A filter is a class with ``enforcement_opts`` (options registered under
+``[enforcement]``), ``__init__(conf)`` and three methods:
+
+* ``check_create(context, lease)``: raise :class:`EnforcementDenied` to deny;
+* ``check_update(context, current_lease, lease)``: the same, for an update;
+* ``on_end(context, lease)``: a notification; its errors are only logged.
+
+The arguments may be our :class:`~placement_quota.lease.Context` and
+:class:`~placement_quota.lease.Lease`, or the plain dicts Blazar's
+``UsageEnforcement`` passes when it drives a filter in-process;
+:meth:`BaseFilter.context` and :meth:`BaseFilter.lease` accept both.
+"""
+
+import abc
+
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from placement_quota import lease as lease_model
+
+LOG = logging.getLogger(__name__)
+
+class EnforcementDenied(Exception):
+    """A filter denied the request; ``str(exc)`` is shown to the user.
+
+    Inside blazar-manager, use :mod:`placement_quota.filters.blazar_compat`,
+    which turns it into the ``NotAuthorized`` Blazar's manager expects.
+    """
+
+    code = 403
+
+    def __init__(self, message, filter_name=None):
+        self.message = message
+        self.filter_name = filter_name
+        super().__init__(message)
+
+    def __str__(self):
+        return self.message
+
+
+class BaseFilter(metaclass=abc.ABCMeta):
+    """Base class of enforcement filters."""
+
+    #: oslo.config options of this filter, registered under [enforcement].
+    enforcement_opts = []
+
+    def __init__(self, conf):
+        self.conf = conf
+        self.register_opts(conf)
+
+    @classmethod
+    def register_opts(cls, conf):
+        register_opts(conf, cls.enforcement_opts, 'enforcement')
+
+    @property
+    def name(self):
+        return type(self).__name__
+
+    @staticmethod
+    def context(value):
+        return lease_model.Context.coerce(value)
+
+    @staticmethod
+    def lease(value, field='lease'):
+        return lease_model.Lease.coerce(value, field)
+
+    def deny(self, message):
+        """Return the denial to raise, labelled with this filter's name."""
+        return EnforcementDenied(message, filter_name=self.name)
+
+    @abc.abstractmethod
+    def check_create(self, context, lease):
+        """Deny a new lease by raising :class:`EnforcementDenied`."""
+
+    @abc.abstractmethod
+    def check_update(self, context, current_lease, lease):
+        """Deny an update (``lease`` is the new state) by raising."""
+
+    @abc.abstractmethod
+    def on_end(self, context, lease):
+        """Take note that a lease ended (or was deleted before starting)."""
+
+
+def register_opts(conf, opts, group):
+    """Register ``opts``; one already registered under the name is kept.
+
+    When our filters run inside blazar-manager, Blazar's own filters may
+    have registered the options both accept (``max_lease_duration``...)
+    with other help texts; the value is what matters, so we share it.
+    """
+    for opt in opts:
+        try:
+            conf.register_opt(opt, group)
+        except cfg.DuplicateOptError:
+            LOG.debug('Option [%s] %s is already registered; sharing it.',
+                      group, opt.dest)

@@ -1,0 +1,57 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Our filters, as blazar-manager runs them in-process.
+
+Blazar's manager catches ``blazar.exceptions.NotAuthorized`` around its
+enforcement calls, sets the lease to ERROR and returns the message to the
+user. The classes here are our filters with their denials translated to a
+subclass of it. Import this module only where Blazar is installed::
+
+    from placement_quota.filters import blazar_compat
+    # e.g. expose them to Blazar's UsageEnforcement:
+    for cls in blazar_compat.all_filters: ...
+"""
+
+from blazar import exceptions as blazar_exceptions
+
+from placement_quota import filters
+from placement_quota.filters import base
+
+
+class EnforcementDenied(blazar_exceptions.NotAuthorized):
+    """A denial by one of our filters, as Blazar's NotAuthorized."""
+
+    msg_fmt = '%(message)s'
+
+
+def _translating(method):
+    def call(self, *args):
+        try:
+            return method(self, *args)
+        except base.EnforcementDenied as denial:
+            raise EnforcementDenied(message=str(denial)) from denial
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
+def for_blazar(cls):
+    """A subclass of filter ``cls`` whose denials are Blazar's."""
+    methods = {name: _translating(getattr(cls, name))
+               for name in ('check_create', 'check_update', 'on_end')}
+    methods['__doc__'] = cls.__doc__
+    methods['__module__'] = __name__
+    return type(cls.__name__, (cls,), methods)
+
+
+all_filters = [for_blazar(cls) for cls in filters.all_filters]
+globals().update({cls.__name__: cls for cls in all_filters})

@@ -1,0 +1,1 @@
+"""Keystone adapter: projects, hierarchy, limits."""

@@ -1,0 +1,198 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The embedded Placement: the real ``openstack-placement`` WSGI app.
+
+It is what ``placement-quota serve`` talks to when no cloud Placement is
+configured, and what the test fixtures run. It is built from Placement's own
+code (``placement.deploy.loadapp``) with:
+
+* its own ``ConfigOpts`` (never the global ``CONF``);
+* a SQLite database, migrated on start-up (``sync_on_startup``);
+* ``[api] auth_strategy = noauth2``: no Keystone. A request is
+  authenticated by the ``X-Auth-Token`` header alone (``user[:project]``),
+  and carries the roles in ``X-Roles`` (without it, token ``admin`` gets
+  role ``admin`` only);
+* Placement's *production* policy defaults (``enforce_new_defaults`` and
+  ``enforce_scope`` left True, unlike Placement's own test fixture, which
+  turns ``enforce_new_defaults`` off). So most APIs want role ``admin`` or
+  ``service`` but ``POST /reshaper`` wants role ``service``: send
+  :data:`NOAUTH_HEADERS` to be allowed everything.
+
+Placement keeps its database context manager and its policy enforcer in
+module globals, so there is one embedded Placement per process:
+:func:`get_app` is a thread-safe process singleton.
+
+Run it as a server (used by the ``PlacementServer`` test fixture)::
+
+    python -m placement_quota.placement.embedded --host 127.0.0.1 --port 0 \\
+        --connection sqlite:////path/to/placement.sqlite
+
+which prints one line ``LISTENING http://127.0.0.1:PORT`` on stdout once
+bound.
+"""
+
+import argparse
+import contextlib
+import os
+import sqlite3
+import sys
+import threading
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import sqlalchemy.engine
+
+LOG = logging.getLogger(__name__)
+
+#: The noauth2 token: user ``admin``, project ``admin``.
+NOAUTH_TOKEN = 'admin'
+#: Roles that pass every default Placement policy: ``admin`` for most APIs,
+#: ``service`` for ``placement:reshaper:reshape`` (``role:service`` only).
+NOAUTH_ROLES = 'admin,service'
+#: Headers that a request to the embedded Placement needs to be allowed all.
+NOAUTH_HEADERS = {'X-Auth-Token': NOAUTH_TOKEN, 'X-Roles': NOAUTH_ROLES}
+#: The first line the ``__main__`` server prints, followed by its URL.
+LISTENING = 'LISTENING'
+#: Database file name used by :func:`sqlite_connection`.
+DB_FILENAME = 'placement.sqlite'
+
+_lock = threading.Lock()
+_app = None
+_connection = None
+
+
+def sqlite_connection(state_dir, filename=DB_FILENAME):
+    """Return the SQLAlchemy URL of a SQLite file in ``state_dir``."""
+    path = os.path.abspath(os.path.join(state_dir, filename))
+    return 'sqlite:///' + path
+
+
+def make_conf(connection):
+    """Return a fresh, parsed ``ConfigOpts`` for an embedded Placement."""
+    from placement import conf as placement_conf
+
+    conf = cfg.ConfigOpts()
+    placement_conf.register_opts(conf)
+    conf.set_override('connection', connection, group='placement_database')
+    conf.set_override('sync_on_startup', True, group='placement_database')
+    conf.set_override('auth_strategy', 'noauth2', group='api')
+    conf([], default_config_files=[], default_config_dirs=[])
+    return conf
+
+
+def _use_wal(connection):
+    """Let readers and a writer of a SQLite file work at the same time.
+
+    WAL mode is a property of the database file, so setting it once with
+    a plain connection holds for every connection Placement opens later.
+    """
+    url = sqlalchemy.engine.make_url(connection)
+    if url.get_backend_name() == 'sqlite' and url.database not in (
+            None, '', ':memory:'):
+        with contextlib.closing(sqlite3.connect(url.database)) as db:
+            db.execute('PRAGMA journal_mode=WAL')
+
+
+def get_app(connection):
+    """Return this process's Placement WSGI app, building it on first call.
+
+    :param connection: SQLAlchemy URL of its database, e.g. from
+        :func:`sqlite_connection`; it is created and migrated if needed.
+    :raises RuntimeError: if this process already has an embedded
+        Placement on another database, or if Placement's database layer
+        was configured by someone else (e.g. Placement's own fixtures).
+    """
+    global _app, _connection
+    with _lock:
+        if _app is not None:
+            if connection != _connection:
+                raise RuntimeError(
+                    'This process already runs an embedded Placement on %s; '
+                    'Placement keeps its database in process globals, so it '
+                    'cannot also run one on %s.' % (_connection, connection))
+            return _app
+
+        from placement import db_api
+        from placement import deploy
+
+        if db_api.configure.called:
+            raise RuntimeError(
+                "Placement's database layer was already configured in this "
+                "process (not by placement_quota.placement.embedded); cannot "
+                "start an embedded Placement on %s." % connection)
+        conf = make_conf(connection)
+        _use_wal(connection)
+        db_api.configure(conf)
+        _app = deploy.loadapp(conf)
+        _connection = connection
+        LOG.info('Embedded Placement ready on %s', connection)
+        return _app
+
+
+def loaded_connection():
+    """Return the database URL of this process's Placement, or None."""
+    return _connection
+
+
+def main(argv=None):
+    """Serve the embedded Placement over HTTP until interrupted."""
+    from placement_quota import wsgi_server
+
+    parser = argparse.ArgumentParser(
+        prog='python -m placement_quota.placement.embedded',
+        description='Serve the real Placement API (noauth2, SQLite).')
+    parser.add_argument('--host', default='127.0.0.1')
+    parser.add_argument('--port', type=int, default=0,
+                        help='0 (the default) picks a free port')
+    parser.add_argument('--connection',
+                        help='database URL (default: %s in --state-dir)'
+                        % DB_FILENAME)
+    parser.add_argument('--state-dir', default='.',
+                        help='where the default SQLite file lives')
+    parser.add_argument('--threads', type=int, default=16)
+    parser.add_argument('--exit-on-stdin-eof', action='store_true',
+                        help='exit when stdin closes (i.e. the parent died)')
+    parser.add_argument('--debug', action='store_true')
+    args = parser.parse_args(argv)
+
+    import logging as std_logging
+    std_logging.basicConfig(
+        stream=sys.stderr,
+        level=std_logging.DEBUG if args.debug else std_logging.WARNING,
+        format='%(asctime)s %(levelname)s %(name)s %(message)s')
+    if not args.debug:
+        import warnings
+        warnings.simplefilter('ignore')
+
+    app = get_app(args.connection or sqlite_connection(args.state_dir))
+    server = wsgi_server.WSGIServer(app, args.host, args.port,
+                                    threads=args.threads,
+                                    server_name='placement-embedded')
+    if args.exit_on_stdin_eof:
+        def _watch_stdin():
+            sys.stdin.read()
+            os._exit(0)
+        threading.Thread(target=_watch_stdin, daemon=True).start()
+
+    def on_ready(srv):
+        sys.stdout.write('%s %s\n' % (LISTENING, srv.url))
+        sys.stdout.flush()
+
+    try:
+        server.serve_forever(on_ready=on_ready)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
