@@ -32,17 +32,20 @@ def register_opts(conf):
         cls.register_opts(conf)
 
 
-def new_config(args=(), config_files=None):
+def new_config(args=(), config_files=None, use_stderr=False):
     """A fresh ConfigOpts with our options and oslo.log's, parsed.
 
     ``config_files=None`` searches the usual places for
-    ``placement-quota.conf`` (``/etc/placement-quota/`` and so on).
+    ``placement-quota.conf`` (``/etc/placement-quota/`` and so on);
+    ``use_stderr`` makes logs default to stderr (command-line tools).
     """
     from oslo_config import cfg
 
     conf = cfg.ConfigOpts()
     register_opts(conf)
     logging.register_options(conf)
+    if use_stderr:
+        conf.set_default('use_stderr', True)
     conf(list(args), project='placement-quota',
          default_config_files=config_files)
     return conf

@@ -13,6 +13,8 @@
 
 from oslo_config import cfg
 
+from placement_quota.conf import _util
+
 GROUP = cfg.OptGroup('api', title='Enforcement service API',
                      help='How the enforcement service listens and who may '
                           'call it.')
@@ -52,8 +54,7 @@ opts = [
 
 
 def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(opts, group=GROUP)
+    _util.register(conf, GROUP, opts)
 
 
 def list_opts():

@@ -19,6 +19,8 @@ loads the filter.
 
 from oslo_config import cfg
 
+from placement_quota.conf import _util
+
 GROUP = cfg.OptGroup(
     'enforcement', title='Enforcement filter chain',
     help='Which enforcement filters run, in which order, and for whom.')
@@ -60,8 +62,7 @@ opts = [
 
 
 def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(opts, group=GROUP)
+    _util.register(conf, GROUP, opts)
 
 
 def list_opts():

@@ -14,6 +14,8 @@
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from placement_quota.conf import _util
+
 GROUP = cfg.OptGroup(
     'enforcement_external', title='External enforcement service',
     help='Where ExternalServiceFilter sends each lease, how long it waits, '
@@ -58,10 +60,9 @@ opts = [
 
 
 def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(opts, group=GROUP)
-    ks_loading.register_session_conf_options(conf, GROUP)
-    ks_loading.register_auth_conf_options(conf, GROUP)
+    _util.register(conf, GROUP, opts)
+    ks_loading.register_session_conf_options(conf, GROUP.name)
+    ks_loading.register_auth_conf_options(conf, GROUP.name)
 
 
 def list_opts():

@@ -19,6 +19,8 @@ of ``[enforcement] exempted_projects`` with openstacksdk.
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
+from placement_quota.conf import _util
+
 GROUP = cfg.OptGroup(
     'keystone', title='Keystone client',
     help='Credentials and endpoint placement-quota uses to read projects '
@@ -33,10 +35,9 @@ opts = [
 
 
 def register_opts(conf):
-    conf.register_group(GROUP)
-    conf.register_opts(opts, group=GROUP)
-    ks_loading.register_session_conf_options(conf, GROUP)
-    ks_loading.register_auth_conf_options(conf, GROUP)
+    _util.register(conf, GROUP, opts)
+    ks_loading.register_session_conf_options(conf, GROUP.name)
+    ks_loading.register_auth_conf_options(conf, GROUP.name)
 
 
 def list_opts():

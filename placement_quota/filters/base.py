@@ -60,6 +60,10 @@ class BaseFilter(metaclass=abc.ABCMeta):
     def __init__(self, conf):
         self.conf = conf
         self.register_opts(conf)
+        # Read every option once so that a bad value stops the service at
+        # start-up, naming the option, rather than failing each request.
+        for opt in self.enforcement_opts:
+            getattr(conf.enforcement, opt.dest)
 
     @classmethod
     def register_opts(cls, conf):

@@ -22,6 +22,7 @@ import importlib
 import threading
 import time
 
+from oslo_config import cfg
 from oslo_log import log as logging
 import stevedore
 
@@ -127,7 +128,10 @@ def load_filters(conf):
                 % (name, ', '.join(conf.enforcement.available_filters),
                    enforcement_conf.FILTER_NAMESPACE,
                    ', '.join(sorted(available)) or 'none'))
-        filters.append(cls(conf))
+        try:
+            filters.append(cls(conf))
+        except (cfg.Error, ValueError) as exc:
+            raise FilterLoadError('Enforcement filter %s: %s' % (name, exc))
     return filters
 
 

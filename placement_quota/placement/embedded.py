@@ -50,6 +50,7 @@ import threading
 from oslo_config import cfg
 from oslo_log import log as logging
 import sqlalchemy.engine
+import sqlalchemy.event
 
 LOG = logging.getLogger(__name__)
 
@@ -64,6 +65,8 @@ NOAUTH_HEADERS = {'X-Auth-Token': NOAUTH_TOKEN, 'X-Roles': NOAUTH_ROLES}
 LISTENING = 'LISTENING'
 #: Database file name used by :func:`sqlite_connection`.
 DB_FILENAME = 'placement.sqlite'
+#: Seconds a SQLite transaction waits for another to release the database.
+SQLITE_BUSY_TIMEOUT = 30
 
 _lock = threading.Lock()
 _app = None
@@ -76,6 +79,12 @@ def sqlite_connection(state_dir, filename=DB_FILENAME):
     return 'sqlite:///' + path
 
 
+def _is_sqlite_file(connection):
+    url = sqlalchemy.engine.make_url(connection)
+    return url.get_backend_name() == 'sqlite' and url.database not in (
+        None, '', ':memory:')
+
+
 def make_conf(connection):
     """Return a fresh, parsed ``ConfigOpts`` for an embedded Placement."""
     from placement import conf as placement_conf
@@ -84,22 +93,45 @@ def make_conf(connection):
     placement_conf.register_opts(conf)
     conf.set_override('connection', connection, group='placement_database')
     conf.set_override('sync_on_startup', True, group='placement_database')
+    if _is_sqlite_file(connection):
+        # pysqlite's busy timeout: how long a writer waits for another.
+        conf.set_override('connection_parameters',
+                          'timeout=%d' % SQLITE_BUSY_TIMEOUT,
+                          group='placement_database')
     conf.set_override('auth_strategy', 'noauth2', group='api')
     conf([], default_config_files=[], default_config_dirs=[])
     return conf
 
 
-def _use_wal(connection):
-    """Let readers and a writer of a SQLite file work at the same time.
+def _prepare_sqlite_file(connection):
+    """Put a SQLite file in WAL mode: readers then don't block the writer.
 
-    WAL mode is a property of the database file, so setting it once with
-    a plain connection holds for every connection Placement opens later.
+    WAL is a property of the file, so setting it once, before Placement
+    opens it, holds for all of Placement's connections.
     """
-    url = sqlalchemy.engine.make_url(connection)
-    if url.get_backend_name() == 'sqlite' and url.database not in (
-            None, '', ':memory:'):
-        with contextlib.closing(sqlite3.connect(url.database)) as db:
+    if _is_sqlite_file(connection):
+        path = sqlalchemy.engine.make_url(connection).database
+        with contextlib.closing(sqlite3.connect(path)) as db:
             db.execute('PRAGMA journal_mode=WAL')
+
+
+def _begin_immediate(engine):
+    """Make every SQLite transaction take the write lock when it begins.
+
+    oslo.db disables pysqlite's own transaction handling and emits a plain
+    (deferred) ``BEGIN``. A transaction that reads and then writes (most
+    Placement writes do) then fails at once with "database is locked" when
+    another one wrote meanwhile, whatever the busy timeout. Rewriting that
+    ``BEGIN`` as ``BEGIN IMMEDIATE`` makes transactions queue instead.
+    """
+    def before_cursor_execute(conn, cursor, statement, parameters, context,
+                              executemany):
+        if statement == 'BEGIN':
+            statement = 'BEGIN IMMEDIATE'
+        return statement, parameters
+
+    sqlalchemy.event.listen(engine, 'before_cursor_execute',
+                            before_cursor_execute, retval=True)
 
 
 def get_app(connection):
@@ -130,8 +162,10 @@ def get_app(connection):
                 "process (not by placement_quota.placement.embedded); cannot "
                 "start an embedded Placement on %s." % connection)
         conf = make_conf(connection)
-        _use_wal(connection)
+        _prepare_sqlite_file(connection)
         db_api.configure(conf)
+        if _is_sqlite_file(connection):
+            _begin_immediate(db_api.get_placement_engine())
         _app = deploy.loadapp(conf)
         _connection = connection
         LOG.info('Embedded Placement ready on %s', connection)

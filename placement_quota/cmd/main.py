@@ -1,0 +1,95 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The ``placement-quota`` command (cliff)."""
+
+import logging as std_logging
+import sys
+
+from cliff import app
+from cliff import commandmanager
+from oslo_config import cfg
+from oslo_log import log as logging
+import pbr.version
+
+from placement_quota import conf as pq_conf
+
+LOG = logging.getLogger(__name__)
+
+#: Exit status of a command given bad input or configuration.
+BAD_INPUT = 2
+
+
+def fail(message):
+    """Stop the command with ``message`` on stderr and exit status 2."""
+    sys.stderr.write('placement-quota: %s\n' % message)
+    raise SystemExit(BAD_INPUT)
+
+
+def version():
+    return pbr.version.VersionInfo('placement-quota').version_string()
+
+
+class PlacementQuotaApp(app.App):
+    """Usage enforcement for Blazar reservations."""
+
+    def __init__(self):
+        super().__init__(
+            description=__doc__.strip(), version=version(),
+            command_manager=commandmanager.CommandManager(
+                'placement_quota.cli'),
+            deferred_help=True)
+        self.conf = None
+
+    def build_option_parser(self, description, version, argparse_kwargs=None):
+        parser = super().build_option_parser(description, version,
+                                             argparse_kwargs)
+        parser.add_argument(
+            '--config-file', action='append', dest='config_files',
+            metavar='PATH',
+            help='Configuration file; may be given several times, later '
+                 'files override earlier ones. Default: '
+                 'placement-quota.conf in ~/.placement-quota, ~/, '
+                 '/etc/placement-quota or /etc.')
+        parser.add_argument(
+            '--config-dir', metavar='DIR',
+            help='Directory of *.conf files, read after --config-file.')
+        return parser
+
+    def configure_logging(self):
+        """Parse the configuration and set up oslo.log from it.
+
+        Log lines go to stderr (or ``[DEFAULT] log_file``): stdout is left
+        to the commands' output.
+        """
+        args = []
+        if self.options.config_dir:
+            args += ['--config-dir', self.options.config_dir]
+        try:
+            self.conf = pq_conf.new_config(args, self.options.config_files,
+                                           use_stderr=True)
+        except (cfg.Error, ValueError) as exc:
+            fail('configuration error: %s' % exc)
+        if self.options.debug:
+            self.conf.set_override('debug', True)
+        logging.setup(self.conf, 'placement-quota')
+        if self.options.verbose_level < 2 and not self.options.debug:
+            # Offline commands print their result; say more only with -v.
+            # ``serve`` raises this back to INFO.
+            std_logging.getLogger().setLevel(std_logging.WARNING)
+
+
+def main(argv=None):
+    return PlacementQuotaApp().run(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,88 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``placement-quota serve``: run the enforcement service."""
+
+import logging as std_logging
+import signal
+
+from cliff import command
+from oslo_log import log as logging
+
+from placement_quota.api import app as api_app
+from placement_quota.cmd import main
+from placement_quota.filters import chain as chain_mod
+from placement_quota import wsgi_server
+
+LOG = logging.getLogger(__name__)
+
+
+def build(conf):
+    """The filter chain and WSGI app for ``conf``; clear errors if not."""
+    try:
+        chain = chain_mod.FilterChain(conf)
+    except (chain_mod.FilterLoadError, ValueError) as exc:
+        main.fail('cannot load the enforcement filters: %s' % exc)
+    return chain, api_app.make_app(conf, chain)
+
+
+class Serve(command.Command):
+    """Run the enforcement service (specs/000) on a threaded WSGI server.
+
+    Stock Blazar reaches it with, in blazar.conf::
+
+        [enforcement]
+        enabled_filters = ExternalServiceFilter
+        external_service_base_endpoint = http://HOST:PORT/v1/
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('--host', help='Address to listen on '
+                            '(default: [api] bind_host, 127.0.0.1).')
+        parser.add_argument('--port', type=int, help='Port to listen on '
+                            '(default: [api] bind_port, 8790; 0 picks a '
+                            'free port).')
+        return parser
+
+    def take_action(self, parsed_args):
+        conf = self.app.conf
+        if not conf.debug:
+            std_logging.getLogger().setLevel(std_logging.INFO)
+        host = parsed_args.host or conf.api.bind_host
+        port = conf.api.bind_port if parsed_args.port is None \
+            else parsed_args.port
+        chain, app = build(conf)
+        server = wsgi_server.WSGIServer(
+            app, host=host, port=port, threads=conf.api.threads,
+            timeout=conf.api.client_socket_timeout)
+
+        def ready(srv):
+            self.app.stdout.write(
+                'placement-quota enforcement service listening on %s/v1/ '
+                '(auth: %s; filters: %s; %d threads)\n'
+                % (srv.url, conf.api.auth_strategy,
+                   ', '.join(chain.names) or 'none', conf.api.threads))
+            self.app.stdout.flush()
+
+        def stop(signum, frame):
+            LOG.info('Signal %d received; stopping.', signum)
+            server.stop()
+
+        signal.signal(signal.SIGTERM, stop)
+        try:
+            server.serve_forever(on_ready=ready)
+        except KeyboardInterrupt:
+            pass
+        except OSError as exc:
+            main.fail('cannot listen on %s:%s: %s'
+                      % (host, port, exc.strerror or exc))
+        return 0
