@@ -21,6 +21,8 @@ subclass of it. Import this module only where Blazar is installed::
     for cls in blazar_compat.all_filters: ...
 """
 
+from blazar.enforcement.filters import external_service_filter
+from blazar.enforcement.filters import max_lease_duration_filter
 from blazar import exceptions as blazar_exceptions
 
 from placement_quota import filters
@@ -44,10 +46,23 @@ def _translating(method):
     return call
 
 
+# Options both Blazar's filters and ours read (max_lease_duration,
+# external_service_base_endpoint...). Inside blazar-manager they must be
+# Blazar's very Opt objects: oslo.config refuses a second, different
+# definition of a name, and Blazar's filters do not tolerate that.
+_BLAZAR_OPTS = {
+    opt.dest: opt for opt in (
+        external_service_filter.ExternalServiceFilter.enforcement_opts +
+        max_lease_duration_filter.MaxLeaseDurationFilter.enforcement_opts)}
+
+
 def for_blazar(cls):
-    """A subclass of filter ``cls`` whose denials are Blazar's."""
+    """A subclass of filter ``cls`` whose denials and shared options are
+    Blazar's."""
     methods = {name: _translating(getattr(cls, name))
                for name in ('check_create', 'check_update', 'on_end')}
+    methods['enforcement_opts'] = [_BLAZAR_OPTS.get(opt.dest, opt)
+                                   for opt in cls.enforcement_opts]
     methods['__doc__'] = cls.__doc__
     methods['__module__'] = __name__
     return type(cls.__name__, (cls,), methods)

@@ -1,0 +1,34 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Options for oslo-config-generator (entry point ``oslo.config.opts``)."""
+
+from placement_quota.conf import api
+from placement_quota.conf import enforcement
+from placement_quota.conf import external
+from placement_quota.conf import keystone
+
+
+def list_opts():
+    """Every option of placement-quota, by group, for the sample config."""
+    from placement_quota import filters
+
+    filter_opts = []
+    for cls in filters.all_filters:
+        for opt in cls.enforcement_opts:
+            if opt not in filter_opts:
+                filter_opts.append(opt)
+    groups = {}
+    for module in (api, enforcement, external, keystone):
+        groups.update(module.list_opts())
+    groups[enforcement.GROUP] = (list(groups[enforcement.GROUP]) +
+                                 filter_opts)
+    return [(group, opts) for group, opts in groups.items()]

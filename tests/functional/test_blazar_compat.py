@@ -1,0 +1,222 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Stock Blazar (from PyPI, unpatched) as the client of placement-quota.
+
+1. Blazar's own ExternalServiceFilter calls our running service, with the
+   base URLs operators write: ``.../v1/`` and ``.../v1``.
+2. Blazar's UsageEnforcement drives our filter classes in-process; they are
+   put into its filter namespace inside these tests only.
+"""
+
+import datetime
+import warnings
+
+with warnings.catch_warnings():
+    # blazar imports eventlet through futurist, which warns on import.
+    warnings.simplefilter('ignore')
+    from blazar import context as blazar_context
+    from blazar.enforcement import enforcement as blazar_enforcement
+    from blazar.enforcement import exceptions as blazar_enforcement_exc
+    from blazar.enforcement import filters as blazar_filters
+    from blazar.enforcement.filters import external_service_filter
+    from blazar import exceptions as blazar_exc
+    import blazar.utils.openstack.keystone  # noqa: F401 - registers options
+
+import fixtures
+from oslo_config import cfg
+from oslo_config import fixture as config_fixture
+import testtools
+
+from placement_quota.filters import blazar_compat
+from tests.fixtures import enforcement as service_fixture
+
+DAY = 86400
+START = datetime.datetime(2030, 5, 13, 0, 0)
+HOST = '32af5a7a-e7a3-4883-a643-828e3f63bf54'
+
+
+def blazar_lease(hours, project_id='a0b86a98b0d343cb948e00689182efd4'):
+    """lease_values, reservations and allocations as Blazar's manager has
+    them when it calls enforcement (blazar/manager/service.py)."""
+    lease_values = {
+        'name': 'lease-1', 'start_date': START,
+        'end_date': START + datetime.timedelta(hours=hours),
+        'user_id': 'c631173edec04bb7a0c3f7711153c06c',
+        'project_id': project_id, 'trust_id': 'trust', 'events': [],
+        'before_end_date': None,
+    }
+    reservations = [{'resource_type': 'physical:host', 'min': 1, 'max': 2,
+                     'hypervisor_properties': '[]',
+                     'resource_properties': '', 'before_end': 'default'}]
+    allocations = {'physical:host': [{
+        'id': '1', 'hypervisor_hostname': HOST, 'vcpus': 8,
+        'memory_mb': 16384, 'local_gb': 100, 'extra': {'gpu': 'a100'}}]}
+    return lease_values, reservations, allocations
+
+
+def formatted(hours):
+    """The lease dict Blazar hands each filter (UsageEnforcement's
+    format_lease, which uses no instance state)."""
+    values, reservations, allocations = blazar_lease(hours)
+    return blazar_enforcement.UsageEnforcement.format_lease(
+        None, values, reservations, allocations)
+
+
+CONTEXT = {'user_id': 'c631173edec04bb7a0c3f7711153c06c',
+           'project_id': 'a0b86a98b0d343cb948e00689182efd4',
+           'auth_url': 'http://127.0.0.1:5000/v3',
+           'region_name': 'RegionOne'}
+
+
+class BlazarTestCase(testtools.TestCase):
+    """Blazar's global CONF, reset after each test."""
+
+    def setUp(self):
+        super().setUp()
+        self.blazar_conf = self.useFixture(config_fixture.Config(cfg.CONF))
+
+
+class TestStockBlazarExternalServiceFilter(BlazarTestCase):
+    """Blazar's ExternalServiceFilter against `placement-quota serve`."""
+
+    base_suffix = '/v1/'
+
+    def setUp(self):
+        super().setUp()
+        conf = service_fixture.config(
+            enabled_filters=('enforcement',
+                             ['MaximumReservationLengthFilter']),
+            reservation_max_length=('enforcement', DAY))
+        service = self.useFixture(service_fixture.EnforcementService(conf))
+        cfg.CONF.register_opts(
+            external_service_filter.ExternalServiceFilter.enforcement_opts,
+            group='enforcement')
+        self.blazar_conf.config(
+            group='enforcement',
+            external_service_base_endpoint=service.url + self.base_suffix)
+        self.filter = external_service_filter.ExternalServiceFilter(
+            conf=cfg.CONF)
+
+    def test_short_lease_is_allowed(self):
+        self.filter.check_create(CONTEXT, formatted(hours=12))
+
+    def test_long_lease_is_denied_with_our_message(self):
+        error = self.assertRaises(
+            blazar_enforcement_exc.ExternalServiceFilterException,
+            self.filter.check_create, CONTEXT, formatted(hours=48))
+        self.assertEqual('Lease length of 2 days (172800 seconds) exceeds '
+                         'the maximum of 1 day (86400 seconds).', str(error))
+
+    def test_update_to_a_long_lease_is_denied(self):
+        error = self.assertRaises(
+            blazar_enforcement_exc.ExternalServiceFilterException,
+            self.filter.check_update, CONTEXT, formatted(hours=12),
+            formatted(hours=30))
+        self.assertIn('exceeds the maximum of 1 day', str(error))
+
+    def test_update_to_a_short_lease_is_allowed(self):
+        self.filter.check_update(CONTEXT, formatted(hours=48),
+                                 formatted(hours=12))
+
+    def test_on_end_is_accepted(self):
+        self.filter.on_end(CONTEXT, formatted(hours=48))
+
+
+class TestStockBlazarWithoutTrailingSlash(
+        TestStockBlazarExternalServiceFilter):
+    """``.../v1``: Blazar's urljoin drops ``v1`` and calls /check-create,
+    which we serve too."""
+
+    base_suffix = '/v1'
+
+    def test_blazar_really_calls_the_path_without_v1(self):
+        self.assertTrue(self.filter.check_create_endpoint.endswith(
+            '/check-create'))
+        self.assertNotIn('/v1/', self.filter.check_create_endpoint)
+
+
+class TestBlazarUsageEnforcementDrivesOurFilters(BlazarTestCase):
+    """Blazar's UsageEnforcement runs our filter classes in-process."""
+
+    def setUp(self):
+        super().setUp()
+        for cls in blazar_compat.all_filters:
+            self.useFixture(fixtures.MonkeyPatch(
+                'blazar.enforcement.filters.' + cls.__name__, cls))
+        self.useFixture(fixtures.MonkeyPatch(
+            'blazar.enforcement.filters.all_filters',
+            list(blazar_filters.all_filters) +
+            [cls.__name__ for cls in blazar_compat.all_filters]))
+        for cls in blazar_compat.all_filters:
+            cls.register_opts(cfg.CONF)
+        self.blazar_conf.config(os_region_name='RegionOne')
+        self.context = blazar_context.BlazarContext(
+            user_id=CONTEXT['user_id'], project_id=CONTEXT['project_id'],
+            service_catalog=[{'type': 'identity', 'endpoints': [{
+                'interface': 'internal', 'region': 'RegionOne',
+                'url': 'http://127.0.0.1:5000/v3'}]}])
+
+    def enforcement(self, *names, **options):
+        self.blazar_conf.config(group='enforcement',
+                                enabled_filters=list(names), **options)
+        return blazar_enforcement.UsageEnforcement()
+
+    def test_our_length_filter_allows_a_short_lease(self):
+        enforcement = self.enforcement('MaximumReservationLengthFilter',
+                                       reservation_max_length=DAY)
+        enforcement.check_create(self.context, *blazar_lease(hours=12))
+
+    def test_our_denial_is_the_not_authorized_blazars_manager_catches(self):
+        enforcement = self.enforcement('MaximumReservationLengthFilter',
+                                       reservation_max_length=DAY)
+        error = self.assertRaises(blazar_exc.NotAuthorized,
+                                  enforcement.check_create, self.context,
+                                  *blazar_lease(hours=25))
+        self.assertIn('exceeds the maximum of 1 day', str(error))
+
+    def test_check_update_gets_blazars_current_and_new_lease(self):
+        enforcement = self.enforcement('MaximumReservationLengthFilter',
+                                       reservation_max_length=DAY)
+        current, reservations, allocations = blazar_lease(hours=12)
+        new, _, _ = blazar_lease(hours=36)
+        self.assertRaises(blazar_exc.NotAuthorized, enforcement.check_update,
+                          self.context, current, new, allocations,
+                          allocations, reservations, reservations)
+
+    def test_on_end_with_blazars_stored_lease_is_accepted(self):
+        enforcement = self.enforcement('MaximumReservationLengthFilter',
+                                       reservation_max_length=DAY)
+        values, reservations, allocations = blazar_lease(hours=48)
+        values['reservations'] = reservations
+        enforcement.on_end(self.context, values, allocations)
+
+    def test_upstream_option_name_works_inside_blazar(self):
+        enforcement = self.enforcement('MaxLeaseDurationFilter',
+                                       max_lease_duration=3600)
+        self.assertRaises(blazar_exc.NotAuthorized, enforcement.check_create,
+                          self.context, *blazar_lease(hours=2))
+
+    def test_our_external_filter_inside_blazar_reaches_our_service(self):
+        conf = service_fixture.config(
+            enabled_filters=('enforcement',
+                             ['MaximumReservationLengthFilter']),
+            reservation_max_length=('enforcement', DAY))
+        service = self.useFixture(service_fixture.EnforcementService(conf))
+        blazar_compat.ExternalServiceFilter.register_opts(cfg.CONF)
+        enforcement = self.enforcement(
+            'ExternalServiceFilter',
+            external_service_base_endpoint=service.url + '/v1/')
+        enforcement.check_create(self.context, *blazar_lease(hours=12))
+        error = self.assertRaises(blazar_exc.NotAuthorized,
+                                  enforcement.check_create, self.context,
+                                  *blazar_lease(hours=30))
+        self.assertIn('exceeds the maximum of 1 day', str(error))
