@@ -13,19 +13,19 @@
 
 From the outside in: a fault barrier (no traceback ever reaches a client),
 request IDs (``X-OpenStack-Request-Id``), ``/healthcheck``, then the
-router. The version documents are public; the enforcement endpoints sit
+routers. The version documents are public; the enforcement endpoints sit
 behind keystonemiddleware and a service-role check when
 ``[api] auth_strategy = keystone``.
 """
 
+import re
 import time
+import uuid
 
 from keystonemiddleware import auth_token
 from oslo_log import log as logging
 from oslo_middleware import healthcheck
-from oslo_middleware import request_id
 import webob
-import webob.dec
 
 from placement_quota.api import enforcement
 from placement_quota.api import util
@@ -34,15 +34,33 @@ LOG = logging.getLogger(__name__)
 
 ENFORCEMENT_KINDS = ('check-create', 'check-update', 'on-end')
 
+# The layers below are plain WSGI callables: one webob Request and one
+# Response per call, built by the router. Each extra webob layer costs
+# more than validating a lease (tools/bench/enforcement.py).
+
 
 class Router:
-    """Map ``(path)`` to a handler; 404 and 405 answered in JSON."""
+    """Map a path to its handlers by method; 404 and 405 in JSON.
+
+    A handler takes a webob Request and returns a Response, or raises
+    :class:`~placement_quota.api.util.HTTPError`.
+    """
 
     def __init__(self, routes):
         self.routes = routes
 
-    @webob.dec.wsgify
-    def __call__(self, req):
+    def __call__(self, environ, start_response):
+        started = time.monotonic()
+        req = webob.Request(environ)
+        try:
+            response = self._dispatch(req)
+        except util.HTTPError as exc:
+            response = exc.response()
+        LOG.debug('%s %s %s %.1fms', req.method, req.path_info,
+                  response.status_int, (time.monotonic() - started) * 1000)
+        return response(environ, start_response)
+
+    def _dispatch(self, req):
         methods = self.routes.get(req.path_info.rstrip('/') or '/')
         if methods is None:
             raise util.HTTPError(404, 'No such resource: %s' % req.path_info)
@@ -77,19 +95,19 @@ class ServiceRoleCheck:
         self.app = app
         self.roles = frozenset(r.lower() for r in roles)
 
-    @webob.dec.wsgify
-    def __call__(self, req):
+    def __call__(self, environ, start_response):
         roles = {r.strip().lower()
-                 for r in req.headers.get('X-Roles', '').split(',')}
-        if not roles & self.roles:
-            LOG.warning('Refused a request from user %s: token roles %s '
-                        'include none of %s', req.headers.get('X-User-Id'),
-                        sorted(r for r in roles if r), sorted(self.roles))
-            raise util.HTTPError(
-                403, 'The token does not carry a role that may call the '
-                'enforcement service (needs one of: %s).'
-                % ', '.join(sorted(self.roles)))
-        return req.get_response(self.app)
+                 for r in environ.get('HTTP_X_ROLES', '').split(',')}
+        if roles & self.roles:
+            return self.app(environ, start_response)
+        LOG.warning('Refused a request from user %s: token roles %s include '
+                    'none of %s', environ.get('HTTP_X_USER_ID'),
+                    sorted(r for r in roles if r), sorted(self.roles))
+        error = util.HTTPError(
+            403, 'The token does not carry a role that may call the '
+            'enforcement service (needs one of: %s).'
+            % ', '.join(sorted(self.roles)))
+        return error.response()(environ, start_response)
 
 
 class Dispatcher:
@@ -108,55 +126,63 @@ class Dispatcher:
         return app(environ, start_response)
 
 
-class FaultBarrier:
-    """Turn HTTPError into JSON, and anything unexpected into a JSON 500."""
+_GLOBAL_REQUEST_ID = re.compile(r'^req-[a-f0-9]{8}(-[a-f0-9]{4}){3}'
+                                r'-[a-f0-9]{12}$')
+
+
+class RequestId:
+    """``X-OpenStack-Request-Id`` on every answer, as oslo.middleware's
+    RequestId does: ``openstack.request_id`` in the environ, and a valid
+    incoming id kept as ``openstack.global_request_id``."""
+
+    HEADER = 'X-OpenStack-Request-Id'
 
     def __init__(self, app):
         self.app = app
 
-    @webob.dec.wsgify
-    def __call__(self, req):
-        started = time.monotonic()
+    def __call__(self, environ, start_response):
+        request_id = 'req-' + str(uuid.uuid4())
+        environ['openstack.request_id'] = request_id
+        incoming = environ.get('HTTP_X_OPENSTACK_REQUEST_ID')
+        if incoming and _GLOBAL_REQUEST_ID.match(incoming):
+            environ['openstack.global_request_id'] = incoming
+
+        def start(status, headers, exc_info=None):
+            headers.append((self.HEADER, request_id))
+            return start_response(status, headers, exc_info)
+
+        return self.app(environ, start)
+
+
+class FaultBarrier:
+    """Anything unexpected becomes a JSON 500; no traceback leaves."""
+
+    def __init__(self, app):
+        self.app = app
+
+    def __call__(self, environ, start_response):
         try:
-            response = req.get_response(self.app)
-        except util.HTTPError as exc:
-            response = exc.response()
+            return self.app(environ, start_response)
         except Exception:
-            rid = req.environ.get('openstack.request_id', 'unknown')
+            request_id = environ.get('openstack.request_id', 'unknown')
             LOG.exception('Unexpected error handling %s %s (request %s)',
-                          req.method, req.path_info, rid)
+                          environ.get('REQUEST_METHOD'),
+                          environ.get('PATH_INFO'), request_id)
             response = util.json_response(500, {
                 'message': 'Internal error; the service log has the '
-                           'details (request %s).' % rid})
-        LOG.info('%s %s %s %.1fms', req.method, req.path_info,
-                 response.status_int, (time.monotonic() - started) * 1000)
-        return response
-
-
-class _HTTPErrors:
-    """Render HTTPError raised inside a wsgify app below auth middleware."""
-
-    def __init__(self, app):
-        self.app = app
-
-    @webob.dec.wsgify
-    def __call__(self, req):
-        try:
-            return req.get_response(self.app)
-        except util.HTTPError as exc:
-            return exc.response()
+                           'details (request %s).' % request_id})
+            return response(environ, start_response)
 
 
 def make_app(conf, chain):
     """The enforcement service WSGI app for ``conf``, running ``chain``."""
-    public = _HTTPErrors(Router(public_routes()))
-    protected = _HTTPErrors(Router(enforcement_routes(
-        chain, conf.api.max_request_body_size)))
+    public = Router(public_routes())
+    protected = Router(enforcement_routes(chain,
+                                          conf.api.max_request_body_size))
     if conf.api.auth_strategy == 'keystone':
         protected = auth_token.AuthProtocol(
             ServiceRoleCheck(protected, conf.api.service_roles),
             {'oslo_config_config': conf})
     apps = dict.fromkeys(public_routes(), public)
     apps['/healthcheck'] = healthcheck.Healthcheck(None, {'backends': ''})
-    app = request_id.RequestId(Dispatcher(apps, protected))
-    return FaultBarrier(app)
+    return FaultBarrier(RequestId(Dispatcher(apps, protected)))

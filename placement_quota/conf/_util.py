@@ -21,6 +21,6 @@ def register(conf, group, opts):
     OptGroup registered on two ConfigOpts would share their overrides and
     defaults; a new OptGroup per ConfigOpts keeps them apart.
     """
-    conf.register_group(cfg.OptGroup(group.name, title=group.title,
-                                      help=group.help))
+    fresh = cfg.OptGroup(group.name, title=group.title, help=group.help)
+    conf.register_group(fresh)
     conf.register_opts(opts, group=group.name)

@@ -33,6 +33,7 @@ from placement_quota import lease as lease_model
 
 LOG = logging.getLogger(__name__)
 
+
 class EnforcementDenied(Exception):
     """A filter denied the request; ``str(exc)`` is shown to the user.
 

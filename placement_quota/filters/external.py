@@ -25,6 +25,7 @@ DEBUG, and the service's text reaches the user only through a well-formed
 import json
 from urllib import parse
 
+from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -56,10 +57,17 @@ class _Unavailable(Exception):
 def _safe_url(url):
     """The URL without any user:password part, for logs."""
     parts = parse.urlsplit(url)
-    if parts.username is None and parts.password is None:
+    if '@' not in parts.netloc:
         return url
-    netloc = parts.hostname + (':%d' % parts.port if parts.port else '')
-    return parse.urlunsplit(parts._replace(netloc=netloc))
+    return parse.urlunsplit(parts._replace(
+        netloc=parts.netloc.rpartition('@')[2]))
+
+
+def _cause(exc):
+    """The most telling exception class behind a requests error."""
+    inner = exc.args[0] if exc.args else exc
+    inner = getattr(inner, 'reason', inner)  # urllib3's MaxRetryError
+    return type(inner).__name__
 
 
 def _validate_url(url, option):
@@ -163,7 +171,13 @@ class ExternalServiceFilter(base.BaseFilter):
         headers = {'Content-Type': 'application/json',
                    'Accept': 'application/json'}
         if self._keystone is not None:
-            headers['X-Auth-Token'] = self._keystone.get_token()
+            try:
+                headers['X-Auth-Token'] = self._keystone.get_token()
+            except ks_exceptions.ClientException as exc:
+                raise _Unavailable(
+                    'cannot be called: Keystone gave no token for the '
+                    'service user ([enforcement_external] credentials): '
+                    '%s: %s' % (type(exc).__name__, exc))
         elif self._static_token:
             headers['X-Auth-Token'] = self._static_token
         return headers
@@ -171,29 +185,30 @@ class ExternalServiceFilter(base.BaseFilter):
     # --- the three calls of specs/000 ------------------------------------
 
     def check_create(self, context, lease):
-        self._call('check-create', {
+        self._call('check-create', lambda: {
             'context': self.context(context).to_dict(),
             'lease': self.lease(lease).to_dict()})
 
     def check_update(self, context, current_lease, lease):
-        self._call('check-update', {
+        self._call('check-update', lambda: {
             'context': self.context(context).to_dict(),
             'current_lease': self.lease(current_lease,
                                         'current_lease').to_dict(),
             'lease': self.lease(lease).to_dict()})
 
     def on_end(self, context, lease):
-        self._call('on-end', {
+        self._call('on-end', lambda: {
             'context': self.context(context).to_dict(),
             'lease': self.lease(lease).to_dict()})
 
     # --- transport --------------------------------------------------------
 
     def _call(self, kind, body):
+        """POST ``body()`` (built only when the endpoint is set)."""
         url = self.endpoints[kind]
         if url is None:
             return
-        data = json.dumps(body)
+        data = json.dumps(body())
         try:
             response = self._post_with_retries(url, data)
             if response.status_code == 401 and self._keystone is not None:
@@ -235,8 +250,7 @@ class ExternalServiceFilter(base.BaseFilter):
             raise _Retryable('accepted no connection within %.1f seconds'
                              % self.options.connect_timeout)
         except requests.exceptions.ConnectionError as exc:
-            raise _Retryable('could not be reached: %s'
-                             % type(exc.args[0] if exc.args else exc).__name__)
+            raise _Retryable('could not be reached: %s' % _cause(exc))
         if response.status_code >= 500:
             self._log_body(url, response)
             raise _Retryable('answered HTTP %d' % response.status_code)
@@ -244,8 +258,10 @@ class ExternalServiceFilter(base.BaseFilter):
 
     @staticmethod
     def _log_retry(state):
-        LOG.warning('External enforcement service %s; retry %d.',
-                    state.outcome.exception(), state.attempt_number)
+        url = state.args[0] if state.args else '?'
+        LOG.warning('External enforcement service %s %s; retry %d.',
+                    _safe_url(url), state.outcome.exception(),
+                    state.attempt_number)
 
     @staticmethod
     def _log_body(url, response):
