@@ -1,0 +1,198 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Benchmark: POST /v1/check-create through the chain vs a bare endpoint.
+
+One server process (the same threaded cheroot server and logging as
+``placement-quota serve``) mounts both: ``/v1/...`` is the enforcement app
+running MaximumReservationLengthFilter and ExternalServiceFilter (no
+endpoint set), ``/bare/check-create`` a WSGI function that reads the body
+and answers 204 (the ceiling). Client processes on loopback keep one
+connection each and post the specs/000 check-create example for a fixed
+time. Prints requests per second, p50 and p99 latency, and the ratio.
+
+    python tools/bench/enforcement.py [--seconds 5] [--clients 4]
+
+Bounded: each run stops after --seconds or --max-requests per client.
+"""
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import psutil
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+# ANCHORS.md sets no absolute figure for this service (upstream Blazar ships
+# no external service); the anchor is the bare endpoint on the same server.
+GOAL_RATIO = 0.80
+
+
+def payload():
+    from tests import spec_examples
+    body = spec_examples.check_create()
+    body['lease']['start_date'] = '2030-05-13 00:00'
+    body['lease']['end_time'] = '2030-05-14 23:59'
+    return json.dumps(body).encode()
+
+
+# --- server side ------------------------------------------------------------
+
+def bare_app(environ, start_response):
+    length = int(environ.get('CONTENT_LENGTH') or 0)
+    environ['wsgi.input'].read(length)
+    start_response('204 No Content', [])
+    return [b'']
+
+
+def serve(threads, log_file):
+    from oslo_log import log as logging
+
+    from placement_quota.api import app as api_app
+    from placement_quota import conf as pq_conf
+    from placement_quota.filters import chain as chain_mod
+    from placement_quota import wsgi_server
+
+    conf = pq_conf.new_config([], config_files=[])
+    conf.set_override('enabled_filters', ['MaximumReservationLengthFilter',
+                                          'ExternalServiceFilter'],
+                      'enforcement')
+    conf.set_override('reservation_max_length', 30 * 86400, 'enforcement')
+    conf.set_override('log_file', log_file)
+    logging.setup(conf, 'placement-quota')
+    chain_app = api_app.make_app(conf, chain_mod.FilterChain(conf))
+
+    def app(environ, start_response):
+        if environ.get('PATH_INFO', '').startswith('/bare/'):
+            return bare_app(environ, start_response)
+        return chain_app(environ, start_response)
+
+    def ready(server):
+        print('LISTENING %s' % server.url, flush=True)
+
+    wsgi_server.WSGIServer(app, threads=threads).serve_forever(
+        on_ready=ready)
+
+
+# --- client side ------------------------------------------------------------
+
+def client(args):
+    host, port, path, body, seconds, max_requests = args
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    headers = {'Content-Type': 'application/json'}
+    latencies = []
+    errors = 0
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and len(latencies) < max_requests:
+        started = time.perf_counter()
+        conn.request('POST', path, body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        latencies.append(time.perf_counter() - started)
+        if response.status != 204:
+            errors += 1
+    conn.close()
+    return latencies, errors
+
+
+def run(url, path, clients, seconds, max_requests, body, server=None):
+    host, port = url.split('//')[1].split(':')
+    jobs = [(host, int(port), path, body, seconds, max_requests)] * clients
+    with multiprocessing.Pool(clients) as pool:
+        cpu_before = _cpu(server)
+        started = time.monotonic()
+        results = pool.map(client, jobs)
+        elapsed = time.monotonic() - started
+        cpu = _cpu(server) - cpu_before
+    latencies = sorted(x for lat, _ in results for x in lat)
+    errors = sum(e for _, e in results)
+    return {
+        'requests': len(latencies), 'errors': errors,
+        'rps': len(latencies) / elapsed,
+        'p50_ms': statistics.median(latencies) * 1000,
+        'p99_ms': latencies[int(len(latencies) * 0.99) - 1] * 1000,
+        'server_cpu_us': cpu / len(latencies) * 1e6,
+    }
+
+
+def _cpu(process):
+    """CPU seconds (user + system) the server process has used."""
+    if process is None:
+        return 0.0
+    times = psutil.Process(process.pid).cpu_times()
+    return times.user + times.system
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--seconds', type=float, default=5.0)
+    parser.add_argument('--clients', type=int, default=4)
+    parser.add_argument('--threads', type=int, default=16)
+    parser.add_argument('--max-requests', type=int, default=100000,
+                        help='per client and run')
+    parser.add_argument('--serve', action='store_true',
+                        help=argparse.SUPPRESS)
+    parser.add_argument('--log-file', help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        return serve(args.threads, args.log_file)
+
+    workdir = tempfile.mkdtemp(prefix='pq-bench-')
+    log_file = os.path.join(workdir, 'placement-quota.log')
+    server = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), '--serve',
+         '--threads', str(args.threads), '--log-file', log_file],
+        stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    try:
+        line = server.stdout.readline()
+        if not line.startswith('LISTENING '):
+            raise SystemExit('bench server did not start: %r' % line)
+        url = line.split()[1]
+        body = payload()
+        # Warm both paths up.
+        run(url, '/bare/check-create', 1, 0.5, 1000, body)
+        run(url, '/v1/check-create', 1, 0.5, 1000, body)
+        bare = run(url, '/bare/check-create', args.clients, args.seconds,
+                   args.max_requests, body, server)
+        chain = run(url, '/v1/check-create', args.clients, args.seconds,
+                    args.max_requests, body, server)
+    finally:
+        server.terminate()
+        server.wait(10)
+    ratio = chain['rps'] / bare['rps']
+    print('POST /v1/check-create, %d clients x %.0fs, %d server threads, '
+          'body %d bytes, %d CPUs'
+          % (args.clients, args.seconds, args.threads, len(body),
+             os.cpu_count()))
+    print('%-30s %8s %8s %8s %14s %7s' % (
+        '', 'req/s', 'p50 ms', 'p99 ms', 'server CPU/req', 'errors'))
+    for name, r in (('bare 204 endpoint (ceiling)', bare),
+                    ('through the chain', chain)):
+        print('%-30s %8.0f %8.2f %8.2f %11.0f us %7d' % (
+            name, r['rps'], r['p50_ms'], r['p99_ms'], r['server_cpu_us'],
+            r['errors']))
+    print('chain / ceiling throughput: %.0f%% (goal: at least %.0f%%)'
+          % (ratio * 100, GOAL_RATIO * 100))
+    return 0 if bare['errors'] == chain['errors'] == 0 else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

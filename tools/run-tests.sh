@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install everything the tests need and run every test: unit tests and
+# functional tests against real Placement, Keystone and Blazar code, then
+# flake8. Ends with the line "N passed, N failed, N skipped".
+# Arguments are passed to `stestr run` (e.g. a test-name filter).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+venv=${PQ_VENV:-.venv}
+tools/install.sh --test || { echo "0 passed, 1 failed (install)"; exit 1; }
+
+# stevedore caches entry points per user; a fresh cache per run keeps a
+# stale one (from an older checkout) out of the tests.
+cache=$(mktemp -d)
+trap 'rm -rf "$cache"' EXIT
+XDG_CACHE_HOME=$cache "$venv/bin/stestr" run --concurrency "${PQ_TEST_CONCURRENCY:-2}" "$@"
+tests_rc=$?
+
+"$venv/bin/flake8" placement_quota tests tools
+lint_rc=$?
+[ $lint_rc -eq 0 ] && echo "flake8: clean" || echo "flake8: style errors above"
+
+summary=$("$venv/bin/stestr" last 2>/dev/null | sed -n 's/^ - \(Passed\|Failed\|Skipped\): \([0-9]*\)$/\1 \2/p')
+passed=$(awk '$1=="Passed"{print $2}' <<<"$summary"); passed=${passed:-0}
+failed=$(awk '$1=="Failed"{print $2}' <<<"$summary"); failed=${failed:-0}
+skipped=$(awk '$1=="Skipped"{print $2}' <<<"$summary"); skipped=${skipped:-0}
+if [ $tests_rc -ne 0 ] && [ "$failed" -eq 0 ]; then
+    failed=1   # stestr itself failed (import error, crash): count it
+fi
+[ $lint_rc -ne 0 ] && failed=$((failed + 1))
+echo "$passed passed, $failed failed, $skipped skipped"
+[ $tests_rc -eq 0 ] && [ $lint_rc -eq 0 ]
