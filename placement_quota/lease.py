@@ -205,8 +205,11 @@ def _validator(schema):
 _CONTEXT_VALIDATOR = _validator(CONTEXT_SCHEMA)
 _LEASE_VALIDATOR = _validator(LEASE_SCHEMA)
 _RESERVATION_BASE_VALIDATOR = _validator(_RESERVATION_BASE)
+# Known types: the common fields and the type's own in one schema, so a
+# reservation is checked in one call.
 _RESERVATION_VALIDATORS = {
-    rtype: _validator(schema) for rtype, schema in RESERVATION_SCHEMAS.items()
+    rtype: _validator({'allOf': [_RESERVATION_BASE, schema]})
+    for rtype, schema in RESERVATION_SCHEMAS.items()
 }
 
 
@@ -340,10 +343,10 @@ class Reservation:
     def coerce(cls, value, field):
         if isinstance(value, cls):
             return value
-        _check(_RESERVATION_BASE_VALIDATOR, value, field)
-        validator = _RESERVATION_VALIDATORS.get(value['resource_type'])
-        if validator is not None:
-            _check(validator, value, field)
+        validator = _RESERVATION_VALIDATORS.get(
+            value.get('resource_type') if isinstance(value, Mapping)
+            else None, _RESERVATION_BASE_VALIDATOR)
+        _check(validator, value, field)
         if value['resource_type'] == HOST:
             low, high = value.get('min'), value.get('max')
             if low is not None and high is not None and int(low) > int(high):

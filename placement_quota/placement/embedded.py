@@ -21,15 +21,22 @@ code (``placement.deploy.loadapp``) with:
   authenticated by the ``X-Auth-Token`` header alone (``user[:project]``),
   and carries the roles in ``X-Roles`` (without it, token ``admin`` gets
   role ``admin`` only);
-* Placement's *production* policy defaults (``enforce_new_defaults`` and
-  ``enforce_scope`` left True, unlike Placement's own test fixture, which
-  turns ``enforce_new_defaults`` off). So most APIs want role ``admin`` or
+* Placement's *production* policy defaults: ``[oslo_policy]
+  enforce_new_defaults`` left True (Placement's own test fixture turns it
+  off, which lets ``admin`` reshape). So most APIs want role ``admin`` or
   ``service`` but ``POST /reshaper`` wants role ``service``: send
-  :data:`NOAUTH_HEADERS` to be allowed everything.
+  :data:`NOAUTH_HEADERS` to be allowed everything. Tokens are project
+  scoped (project = token's user part), as the policies' scope wants.
 
 Placement keeps its database context manager and its policy enforcer in
 module globals, so there is one embedded Placement per process:
-:func:`get_app` is a thread-safe process singleton.
+:func:`get_app` is a thread-safe process singleton. (``placement`` is
+imported only when it is first needed: that takes about a second.)
+
+A SQLite file is put in WAL mode and its transactions made ``BEGIN
+IMMEDIATE`` so that concurrent writes through a threaded server queue
+instead of failing with "database is locked". In-memory SQLite
+(``sqlite://``) works but is one connection shared by all threads.
 
 Run it as a server (used by the ``PlacementServer`` test fixture)::
 
@@ -42,10 +49,12 @@ bound.
 
 import argparse
 import contextlib
+import logging as py_logging
 import os
 import sqlite3
 import sys
 import threading
+import warnings
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -71,6 +80,7 @@ SQLITE_BUSY_TIMEOUT = 30
 _lock = threading.Lock()
 _app = None
 _connection = None
+_failure = None  # why building the app failed: it cannot be retried
 
 
 def sqlite_connection(state_dir, filename=DB_FILENAME):
@@ -83,6 +93,12 @@ def _is_sqlite_file(connection):
     url = sqlalchemy.engine.make_url(connection)
     return url.get_backend_name() == 'sqlite' and url.database not in (
         None, '', ':memory:')
+
+
+def _shown(connection):
+    """The URL for messages, without its password."""
+    return sqlalchemy.engine.make_url(connection).render_as_string(
+        hide_password=True)
 
 
 def make_conf(connection):
@@ -111,6 +127,7 @@ def _prepare_sqlite_file(connection):
     """
     if _is_sqlite_file(connection):
         path = sqlalchemy.engine.make_url(connection).database
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with contextlib.closing(sqlite3.connect(path)) as db:
             db.execute('PRAGMA journal_mode=WAL')
 
@@ -143,14 +160,19 @@ def get_app(connection):
         Placement on another database, or if Placement's database layer
         was configured by someone else (e.g. Placement's own fixtures).
     """
-    global _app, _connection
+    global _app, _connection, _failure
     with _lock:
+        if _failure is not None:
+            raise RuntimeError(
+                'The embedded Placement failed to start earlier in this '
+                'process and cannot be retried: %s' % _failure)
         if _app is not None:
             if connection != _connection:
                 raise RuntimeError(
                     'This process already runs an embedded Placement on %s; '
                     'Placement keeps its database in process globals, so it '
-                    'cannot also run one on %s.' % (_connection, connection))
+                    'cannot also run one on %s.'
+                    % (_shown(_connection), _shown(connection)))
             return _app
 
         from placement import db_api
@@ -160,15 +182,20 @@ def get_app(connection):
             raise RuntimeError(
                 "Placement's database layer was already configured in this "
                 "process (not by placement_quota.placement.embedded); cannot "
-                "start an embedded Placement on %s." % connection)
-        conf = make_conf(connection)
-        _prepare_sqlite_file(connection)
-        db_api.configure(conf)
-        if _is_sqlite_file(connection):
-            _begin_immediate(db_api.get_placement_engine())
-        _app = deploy.loadapp(conf)
-        _connection = connection
-        LOG.info('Embedded Placement ready on %s', connection)
+                "start an embedded Placement on %s." % _shown(connection))
+        try:
+            conf = make_conf(connection)
+            _prepare_sqlite_file(connection)
+            db_api.configure(conf)
+            if _is_sqlite_file(connection):
+                _begin_immediate(db_api.get_placement_engine())
+            app = deploy.loadapp(conf)
+        except Exception as e:
+            _failure = '%s on %s: %s' % (
+                type(e).__name__, _shown(connection), e)
+            raise
+        _app, _connection = app, connection
+        LOG.info('Embedded Placement ready on %s', _shown(connection))
         return _app
 
 
@@ -198,13 +225,11 @@ def main(argv=None):
     parser.add_argument('--debug', action='store_true')
     args = parser.parse_args(argv)
 
-    import logging as std_logging
-    std_logging.basicConfig(
+    py_logging.basicConfig(
         stream=sys.stderr,
-        level=std_logging.DEBUG if args.debug else std_logging.WARNING,
+        level=py_logging.DEBUG if args.debug else py_logging.WARNING,
         format='%(asctime)s %(levelname)s %(name)s %(message)s')
     if not args.debug:
-        import warnings
         warnings.simplefilter('ignore')
 
     app = get_app(args.connection or sqlite_connection(args.state_dir))
@@ -218,8 +243,7 @@ def main(argv=None):
         threading.Thread(target=_watch_stdin, daemon=True).start()
 
     def on_ready(srv):
-        sys.stdout.write('%s %s\n' % (LISTENING, srv.url))
-        sys.stdout.flush()
+        print(LISTENING, srv.url, flush=True)
 
     try:
         server.serve_forever(on_ready=on_ready)
