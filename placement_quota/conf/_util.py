@@ -11,6 +11,7 @@
 # under the License.
 """Registration helper shared by the option modules."""
 
+from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 
@@ -24,3 +25,18 @@ def register(conf, group, opts):
     fresh = cfg.OptGroup(group.name, title=group.title, help=group.help)
     conf.register_group(fresh)
     conf.register_opts(opts, group=group.name)
+
+
+def register_with_keystoneauth(conf, group, opts):
+    """Register ``opts`` plus keystoneauth's session and auth options."""
+    register(conf, group, opts)
+    ks_loading.register_session_conf_options(conf, group.name)
+    ks_loading.register_auth_conf_options(conf, group.name)
+
+
+def list_with_keystoneauth(group, opts):
+    """``{group: opts}`` plus keystoneauth's options, for the sample config
+    (with the password plugin's, the one most deployments use)."""
+    return {group: (opts + ks_loading.get_session_conf_options() +
+                    ks_loading.get_auth_common_conf_options() +
+                    ks_loading.get_auth_plugin_conf_options('password'))}

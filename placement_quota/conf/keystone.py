@@ -16,7 +16,6 @@ and the session's TLS options), used to resolve the ``name@domain`` entries
 of ``[enforcement] exempted_projects`` with openstacksdk.
 """
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from placement_quota.conf import _util
@@ -35,12 +34,8 @@ opts = [
 
 
 def register_opts(conf):
-    _util.register(conf, GROUP, opts)
-    ks_loading.register_session_conf_options(conf, GROUP.name)
-    ks_loading.register_auth_conf_options(conf, GROUP.name)
+    _util.register_with_keystoneauth(conf, GROUP, opts)
 
 
 def list_opts():
-    return {GROUP: (opts + ks_loading.get_session_conf_options() +
-                    ks_loading.get_auth_common_conf_options() +
-                    ks_loading.get_auth_plugin_conf_options('password'))}
+    return _util.list_with_keystoneauth(GROUP, opts)

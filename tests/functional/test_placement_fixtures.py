@@ -48,12 +48,14 @@ def _create_provider(client):
     return resp.json()
 
 
-class TestPlacementInProcess(testtools.TestCase):
+class _BothFixtures:
+    """What holds for the in-process and the subprocess Placement alike."""
+
+    fixture = None
 
     def setUp(self):
         super().setUp()
-        self.placement = self.useFixture(
-            placement_fixtures.PlacementInProcess())
+        self.placement = self.useFixture(self.fixture())
         self.client = _client(self.placement)
 
     def test_root_advertises_max_microversion_at_least_1_39(self):
@@ -65,6 +67,11 @@ class TestPlacementInProcess(testtools.TestCase):
         resp = self.client.get('/resource_providers/%s' % rp['uuid'])
         self.assertEqual(200, resp.status_code, resp.text)
         self.assertEqual(rp['name'], resp.json()['name'])
+
+
+class TestPlacementInProcess(_BothFixtures, testtools.TestCase):
+
+    fixture = placement_fixtures.PlacementInProcess
 
     def test_custom_resource_class_can_be_created(self):
         name = 'CUSTOM_RESERVATION_%s' % uuid.uuid4().hex.upper()
@@ -106,26 +113,13 @@ class TestPlacementInProcess(testtools.TestCase):
         self.assertNotEqual(self.placement.endpoint, other.endpoint)
 
 
-class TestPlacementServer(testtools.TestCase):
+class TestPlacementServer(_BothFixtures, testtools.TestCase):
 
-    def setUp(self):
-        super().setUp()
-        self.placement = self.useFixture(placement_fixtures.PlacementServer())
-        self.client = _client(self.placement)
+    fixture = placement_fixtures.PlacementServer
 
     def test_listens_on_loopback(self):
         self.assertTrue(self.placement.endpoint.startswith(
             'http://127.0.0.1:'), self.placement.endpoint)
-
-    def test_root_advertises_max_microversion_at_least_1_39(self):
-        self.assertGreaterEqual(_max_version(self.placement.endpoint),
-                                (1, 39))
-
-    def test_created_resource_provider_can_be_read_back(self):
-        rp = _create_provider(self.client)
-        resp = self.client.get('/resource_providers/%s' % rp['uuid'])
-        self.assertEqual(200, resp.status_code, resp.text)
-        self.assertEqual(rp['name'], resp.json()['name'])
 
     def test_concurrent_inventory_writes_all_succeed(self):
         # SQLite: needs the embedded Placement's BEGIN IMMEDIATE.
