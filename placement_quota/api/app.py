@@ -11,11 +11,11 @@
 # under the License.
 """The enforcement service as one WSGI application.
 
-From the outside in: a fault barrier (no traceback ever reaches a client),
-request IDs (``X-OpenStack-Request-Id``), ``/healthcheck``, then the
-routers. The version documents are public; the enforcement endpoints sit
-behind keystonemiddleware and a service-role check when
-``[api] auth_strategy = keystone``.
+From the outside in: request IDs (``X-OpenStack-Request-Id``, on every
+answer, errors included), a fault barrier (no traceback ever reaches a
+client), ``/healthcheck``, then the routers. The version documents are
+public; the enforcement endpoints sit behind keystonemiddleware and a
+service-role check when ``[api] auth_strategy = keystone``.
 """
 
 import re
@@ -185,4 +185,4 @@ def make_app(conf, chain):
             {'oslo_config_config': conf})
     apps = dict.fromkeys(public_routes(), public)
     apps['/healthcheck'] = healthcheck.Healthcheck(None, {'backends': ''})
-    return FaultBarrier(RequestId(Dispatcher(apps, protected)))
+    return RequestId(FaultBarrier(Dispatcher(apps, protected)))

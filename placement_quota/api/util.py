@@ -68,15 +68,33 @@ def read_json_body(req, limit):
                         value=content_type)
     length = req.content_length
     if length is not None:
+        if length < 0:
+            raise HTTPError(400, 'Content-Length must not be negative',
+                            field='Content-Length', value=length)
         if length > limit:
             raise _too_large(length, limit)
-        return req.body_file_raw.read(length) if length else b''
+        body = _read(req, length) if length else b''
+        if len(body) < length:
+            raise HTTPError(400, 'The request body ended after %d of the %d '
+                            'bytes its Content-Length announced'
+                            % (len(body), length), field='Content-Length',
+                            value=length)
+        return body
     if req.environ.get('HTTP_TRANSFER_ENCODING', '').lower() != 'chunked':
         return b''
-    body = req.body_file_raw.read(limit + 1)
+    body = _read(req, limit + 1)
     if len(body) > limit:
         raise _too_large(None, limit)
     return body
+
+
+def _read(req, size):
+    """Read the body; a client that stalls or drops is a bad request."""
+    try:
+        return req.body_file_raw.read(size)
+    except (OSError, ValueError) as exc:
+        raise HTTPError(400, 'The request body could not be read: %s'
+                        % (exc or type(exc).__name__), field='body')
 
 
 def _too_large(length, limit):
