@@ -28,6 +28,7 @@ with warnings.catch_warnings():
     from blazar.enforcement import exceptions as blazar_enforcement_exc
     from blazar.enforcement import filters as blazar_filters
     from blazar.enforcement.filters import external_service_filter
+    from blazar.enforcement.filters import max_lease_duration_filter
     from blazar import exceptions as blazar_exc
     import blazar.utils.openstack.keystone  # noqa: F401 - registers options
 
@@ -220,3 +221,41 @@ class TestBlazarUsageEnforcementDrivesOurFilters(BlazarTestCase):
                                   enforcement.check_create, self.context,
                                   *blazar_lease(hours=30))
         self.assertIn('exceeds the maximum of 1 day', str(error))
+
+
+class TestBlazarAndOurFiltersInOneProcess(testtools.TestCase):
+    """Inside one blazar-manager both filter sets register the options they
+    share (max_lease_duration, external_service_*), in either order."""
+
+    def _load(self, classes):
+        conf = cfg.ConfigOpts()
+        conf([], default_config_files=[])
+        conf.register_opts(
+            external_service_filter.ExternalServiceFilter.enforcement_opts,
+            group='enforcement')
+        conf.set_override('external_service_base_endpoint',
+                          'http://127.0.0.1:9/v1/', 'enforcement')
+        filters = [cls(conf=conf) for cls in classes]
+        conf.set_override('max_lease_duration', 3600, 'enforcement')
+        return filters
+
+    def _assert_both_deny_two_hours(self, ours, blazars):
+        for f in (ours, blazars):
+            self.assertRaises(blazar_exc.BlazarException, f.check_create,
+                              CONTEXT, formatted(hours=2))
+
+    def test_ours_loaded_before_blazars(self):
+        ours, blazars, _, _ = self._load([
+            blazar_compat.MaxLeaseDurationFilter,
+            max_lease_duration_filter.MaxLeaseDurationFilter,
+            blazar_compat.ExternalServiceFilter,
+            external_service_filter.ExternalServiceFilter])
+        self._assert_both_deny_two_hours(ours, blazars)
+
+    def test_blazars_loaded_before_ours(self):
+        _, _, blazars, ours = self._load([
+            external_service_filter.ExternalServiceFilter,
+            blazar_compat.ExternalServiceFilter,
+            max_lease_duration_filter.MaxLeaseDurationFilter,
+            blazar_compat.MaxLeaseDurationFilter])
+        self._assert_both_deny_two_hours(ours, blazars)
