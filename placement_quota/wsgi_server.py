@@ -50,12 +50,30 @@ class WSGIServer:
         return 'http://%s:%d' % (host, self.port)
 
     def start(self):
-        """Bind and serve from a background thread; return when listening."""
-        self._server.prepare()
-        self._thread = threading.Thread(
-            target=self._server.serve, name='wsgi-%d' % self.port,
-            daemon=True)
+        """Bind and serve from a background thread; return when listening.
+
+        The worker threads are started from that (daemon) thread, so they
+        are daemons too and never keep the process from exiting.
+        """
+        ready = threading.Event()
+        failure = []
+
+        def run():
+            try:
+                self._server.prepare()
+            except BaseException as exc:
+                failure.append(exc)
+                return
+            finally:
+                ready.set()
+            self._server.serve()
+
+        self._thread = threading.Thread(target=run, name='wsgi-server',
+                                        daemon=True)
         self._thread.start()
+        ready.wait()
+        if failure:
+            raise failure[0]
         LOG.debug('WSGI server listening on %s', self.url)
         return self
 

@@ -17,8 +17,9 @@ from placement_quota.conf import api
 from placement_quota.conf import enforcement
 from placement_quota.conf import external
 from placement_quota.conf import keystone
+from placement_quota.conf import placement
 
-MODULES = (api, enforcement, external, keystone)
+MODULES = (api, enforcement, external, keystone, placement)
 
 
 def register_opts(conf):

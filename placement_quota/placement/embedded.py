@@ -48,6 +48,7 @@ bound.
 """
 
 import argparse
+import atexit
 import contextlib
 import logging as py_logging
 import os
@@ -197,6 +198,27 @@ def get_app(connection):
         _app, _connection = app, connection
         LOG.info('Embedded Placement ready on %s', _shown(connection))
         return _app
+
+
+_server = None
+
+
+def serve_in_thread(connection, host='127.0.0.1'):
+    """Serve this process's embedded Placement on a loopback port from a
+    background thread (once per process); return its endpoint URL.
+
+    This is how the Placement client reaches the embedded default: over
+    real HTTP, exactly as it reaches a cloud's Placement.
+    """
+    global _server
+    app = get_app(connection)
+    with _lock:
+        if _server is None:
+            from placement_quota import wsgi_server
+            _server = wsgi_server.WSGIServer(
+                app, host=host, server_name='placement-embedded').start()
+            atexit.register(_server.stop)
+        return _server.url
 
 
 def loaded_connection():

@@ -1,0 +1,294 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The Placement client: the one place placement-quota talks to Placement.
+
+* One keystoneauth session, reused, built from ``[placement]``; or, when no
+  Placement is configured, the embedded default (the real openstack-placement
+  code in-process, served on a loopback port).
+* The microversion is negotiated once against the server's range: the
+  highest we know (:data:`MAX_VERSION`) that the server offers; a server
+  below :data:`MIN_VERSION` is refused.
+* Errors are typed (:class:`PlacementError` and subclasses) and carry
+  Placement's status, error code and detail.
+* The global request id of the request being served (see
+  :func:`request_context`) is sent as ``X-OpenStack-Request-Id``.
+"""
+
+import contextlib
+import contextvars
+import threading
+
+from keystoneauth1 import adapter as ks_adapter
+from keystoneauth1 import exceptions as ks_exceptions
+from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
+from oslo_log import log as logging
+import tenacity
+
+from placement_quota.conf import placement as placement_conf
+
+LOG = logging.getLogger(__name__)
+
+MIN_VERSION = (1, 29)   # nested providers in allocation candidates
+RESHAPER = (1, 30)
+FORBIDDEN_AGGREGATES = (1, 32)
+CONSUMER_TYPES = (1, 38)
+MAX_VERSION = (1, 39)
+
+_global_request_id = contextvars.ContextVar('placement_quota_request_id',
+                                            default=None)
+
+
+@contextlib.contextmanager
+def request_context(global_request_id):
+    """Send ``global_request_id`` with every Placement call in this block."""
+    token = _global_request_id.set(global_request_id)
+    try:
+        yield
+    finally:
+        _global_request_id.reset(token)
+
+
+class PlacementError(Exception):
+    """Placement answered an error.
+
+    ``status`` (HTTP), ``code`` (Placement's error code such as
+    ``placement.concurrent_update``, or None), ``detail`` (its message),
+    ``method`` and ``url`` of the request.
+    """
+
+    def __init__(self, status, code, detail, method, url):
+        self.status = status
+        self.code = code
+        self.detail = detail
+        self.method = method
+        self.url = url
+        super().__init__('Placement %s %s answered %d%s: %s' % (
+            method, url, status, ' (%s)' % code if code else '', detail))
+
+
+class NotFound(PlacementError):
+    pass
+
+
+class Forbidden(PlacementError):
+    pass
+
+
+class Conflict(PlacementError):
+    pass
+
+
+class ConcurrentUpdate(Conflict):
+    """A generation conflict: re-read and try again."""
+
+
+class InUse(Conflict):
+    """An inventory, class or provider still has allocations."""
+
+
+class Unavailable(PlacementError):
+    """Placement could not be reached or answered 5xx."""
+
+
+class VersionTooOld(PlacementError):
+    """The server's highest microversion is below what we need."""
+
+
+_BY_STATUS = {403: Forbidden, 404: NotFound, 409: Conflict}
+_BY_CODE = {
+    'placement.concurrent_update': ConcurrentUpdate,
+    'placement.inventory.inuse': InUse,
+    'placement.resource_provider.inuse': InUse,
+    'placement.resource_provider.cannot_delete_parent': InUse,
+}
+
+
+def _error(response, method, url):
+    code, detail = None, response.text
+    try:
+        error = response.json()['errors'][0]
+        code, detail = error.get('code'), error.get('detail', detail)
+    except (ValueError, KeyError, IndexError, TypeError):
+        pass
+    if code in _BY_CODE:
+        cls = _BY_CODE[code]
+    elif response.status_code == 409 and 'generation conflict' in detail:
+        cls = ConcurrentUpdate
+    elif response.status_code == 409 and 'in use' in detail.lower():
+        cls = InUse
+    elif response.status_code >= 500:
+        cls = Unavailable
+    else:
+        cls = _BY_STATUS.get(response.status_code, PlacementError)
+    return cls(response.status_code, code, ' '.join(detail.split()), method,
+               url)
+
+
+def version_string(version):
+    return '%d.%d' % version
+
+
+def parse_version(text):
+    major, minor = text.split('.')
+    return int(major), int(minor)
+
+
+class PlacementClient:
+    """Talk to one Placement with one session and one microversion.
+
+    Build it with :meth:`from_conf` (production, and the embedded default),
+    or :meth:`from_endpoint` (tests and tools: a noauth2 Placement).
+    """
+
+    def __init__(self, adapter, description):
+        self._adapter = adapter
+        self.description = description
+        self._version = None
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    @classmethod
+    def from_conf(cls, conf):
+        """From ``[placement]``; the embedded default when unconfigured."""
+        group = placement_conf.GROUP.name
+        options = conf[group]
+        auth = ks_loading.load_auth_from_conf_options(conf, group)
+        if auth is None and not options.endpoint_override:
+            return cls.embedded(options.embedded_state_dir)
+        session = ks_loading.load_session_from_conf_options(conf, group,
+                                                            auth=auth)
+        adapter = ks_loading.load_adapter_from_conf_options(
+            conf, group, session=session, auth=auth, raise_exc=False)
+        return cls(adapter, options.endpoint_override or 'Placement of the '
+                   'service catalog (%s)' % (options.region_name or
+                                             'any region'))
+
+    @classmethod
+    def from_endpoint(cls, endpoint, headers=None, timeout=30):
+        """A Placement at ``endpoint`` with fixed headers (noauth2)."""
+        session = ks_session.Session(timeout=timeout)
+        adapter = ks_adapter.Adapter(
+            session, service_type='placement', endpoint_override=endpoint,
+            additional_headers=dict(headers or {}), raise_exc=False)
+        return cls(adapter, endpoint)
+
+    @classmethod
+    def embedded(cls, state_dir):
+        """The embedded default: real Placement code on SQLite, in-process,
+        served on a loopback port (started once per process)."""
+        from placement_quota.placement import embedded
+        endpoint = embedded.serve_in_thread(
+            embedded.sqlite_connection(state_dir))
+        LOG.info('Using the embedded Placement at %s (database in %s)',
+                 endpoint, state_dir)
+        return cls.from_endpoint(endpoint, embedded.NOAUTH_HEADERS)
+
+    # --- microversions ------------------------------------------------------
+
+    @property
+    def version(self):
+        """The negotiated microversion, a ``(major, minor)`` tuple."""
+        if self._version is None:
+            with self._lock:
+                if self._version is None:
+                    self._version = self._negotiate()
+        return self._version
+
+    def supports(self, version):
+        return self.version >= version
+
+    def _negotiate(self):
+        response = self._send('GET', '/', None, None)
+        try:
+            doc = response.json()['versions'][0]
+            low = parse_version(doc['min_version'])
+            high = parse_version(doc['max_version'])
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise PlacementError(response.status_code, None,
+                                 'no version document at the root',
+                                 'GET', '/')
+        if high < MIN_VERSION:
+            raise VersionTooOld(
+                200, None, 'Placement offers microversions up to %s; '
+                'placement-quota needs at least %s'
+                % (version_string(high), version_string(MIN_VERSION)),
+                'GET', '/')
+        chosen = min(high, MAX_VERSION)
+        if chosen < low:
+            raise VersionTooOld(200, None, 'no common microversion', 'GET',
+                                '/')
+        LOG.debug('Placement %s: microversions %s to %s; using %s',
+                  self.description, version_string(low),
+                  version_string(high), version_string(chosen))
+        return chosen
+
+    # --- requests -------------------------------------------------------
+
+    def request(self, method, url, json=None, version=None,
+                ok=(200, 201, 204)):
+        """Send a request; return the response, or raise PlacementError.
+
+        ``version`` overrides the negotiated microversion (a tuple).
+        """
+        version = version or self.version
+        response = self._send(method, url, json, version)
+        if response.status_code not in ok:
+            raise _error(response, method, url)
+        return response
+
+    def _send(self, method, url, json, version):
+        headers = {'Accept': 'application/json'}
+        request_id = _global_request_id.get()
+        kwargs = {}
+        if request_id:
+            kwargs['global_request_id'] = request_id
+        if version is not None:
+            kwargs['microversion'] = version_string(version)
+        self.calls += 1
+        try:
+            return self._adapter.request(url, method, json=json,
+                                         headers=headers, **kwargs)
+        except ks_exceptions.ConnectionError as exc:
+            raise Unavailable(0, None, str(exc), method, url)
+
+    def get(self, url, **kwargs):
+        return self.request('GET', url, **kwargs).json()
+
+    def post(self, url, json, **kwargs):
+        return self.request('POST', url, json=json, **kwargs)
+
+    def put(self, url, json=None, **kwargs):
+        return self.request('PUT', url, json=json, **kwargs)
+
+    def delete(self, url, **kwargs):
+        return self.request('DELETE', url, **kwargs)
+
+
+def retry_on_conflict(attempts, reread=None):
+    """Retry a write on :class:`ConcurrentUpdate` up to ``attempts`` times.
+
+    ``reread(exc)`` runs before each retry (re-read the generation the
+    conflict names).
+    """
+    def before_sleep(state):
+        exc = state.outcome.exception()
+        LOG.info('Placement generation conflict (%s); re-reading and '
+                 'retrying (%d).', exc.detail, state.attempt_number)
+        if reread is not None:
+            reread(exc)
+
+    return tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(attempts + 1),
+        wait=tenacity.wait_random_exponential(multiplier=0.01, max=0.5),
+        retry=tenacity.retry_if_exception_type(ConcurrentUpdate),
+        before_sleep=before_sleep, reraise=True)

@@ -1,0 +1,397 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Instance reservation in Placement (specs/001 chapter 15).
+
+* A reservation provider ``blazar_<hypervisor_hostname>`` nested under each
+  compute node provider (the names a real Blazar uses, so either can manage
+  providers the other made).
+* A resource class ``CUSTOM_RESERVATION_<UUID>`` per reservation (upper
+  case, ``-`` replaced by ``_``).
+* Lease start sets, on each reserved host's reservation provider, an
+  inventory of that class with ``total`` = the instances reserved there
+  (``min_unit = max_unit = step_size = 1``, ``allocation_ratio = 1.0``);
+  lease end removes it.
+
+placement-quota owns the reservation providers, so it keeps their
+generations and inventories (:class:`ProviderCache`) and writes every host
+of a transition in one atomic ``POST /reshaper``: a constant number of calls
+whatever the number of hosts. Without the reshaper (its policy wants the
+``service`` role) the writes go provider by provider, concurrently, and what
+was written is rolled back if a later host fails. A 409 re-reads only the
+provider it names.
+"""
+
+import concurrent.futures
+import dataclasses
+import re
+import threading
+
+from oslo_log import log as logging
+
+from placement_quota.placement import client as placement_client
+
+LOG = logging.getLogger(__name__)
+
+PROVIDER_PREFIX = 'blazar_'
+CLASS_PREFIX = 'CUSTOM_RESERVATION_'
+# Placement's rule for custom resource class names (schemas/resource_class).
+_CLASS_RE = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
+_CLASS_MAX = 255
+_UUID_RE = re.compile(r'[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?'
+                      r'[0-9a-f]{12}')
+
+
+class ReservationError(Exception):
+    """A reservation operation that cannot be done; says why."""
+
+
+class HostNotFound(ReservationError):
+    pass
+
+
+def provider_name(host):
+    return PROVIDER_PREFIX + host
+
+
+def reservation_class(reservation_id):
+    """``CUSTOM_RESERVATION_<ID>`` for a reservation id (Blazar's naming).
+
+    :raises ValueError: naming the id when the class would not be a valid
+        Placement resource class name.
+    """
+    if not isinstance(reservation_id, str) or not reservation_id:
+        raise ValueError('reservation id must be a non-empty string, not %r'
+                         % (reservation_id,))
+    name = CLASS_PREFIX + reservation_id.upper().replace('-', '_')
+    if not _CLASS_RE.match(name):
+        raise ValueError('reservation id %r gives resource class %r, which '
+                         'Placement refuses: custom classes match %s'
+                         % (reservation_id, name, _CLASS_RE.pattern))
+    if len(name) > _CLASS_MAX:
+        raise ValueError('reservation id %r gives a resource class longer '
+                         'than %d characters' % (reservation_id, _CLASS_MAX))
+    return name
+
+
+def reservation_inventory(total):
+    """The inventory of a reservation class on one host."""
+    return {'total': total, 'reserved': 0, 'min_unit': 1, 'max_unit': total,
+            'step_size': 1, 'allocation_ratio': 1.0}
+
+
+@dataclasses.dataclass
+class ProviderState:
+    """What we know of one reservation provider."""
+
+    uuid: str
+    name: str
+    generation: int
+    inventories: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class Change:
+    """One inventory that a transition changed (None: absent)."""
+
+    host: str
+    provider_uuid: str
+    resource_class: str
+    before: object
+    after: object
+
+
+class ReservationProviders:
+    """Reservation providers and what we know of their inventories."""
+
+    def __init__(self, client, max_concurrency=8):
+        self.client = client
+        self.max_concurrency = max_concurrency
+        self._by_host = {}
+        self._lock = threading.Lock()
+
+    # --- providers ----------------------------------------------------------
+
+    def _all_by_name(self):
+        listing = self.client.get('/resource_providers')
+        return {rp['name']: rp for rp in listing['resource_providers']}
+
+    def ensure(self, hosts):
+        """Make sure each host has its reservation provider; return
+        ``{host: ProviderState}``. Idempotent; one listing call plus one
+        creation per missing provider.
+
+        :raises HostNotFound: naming the hosts without a compute node
+            provider.
+        """
+        hosts = list(dict.fromkeys(hosts))
+        missing = [h for h in hosts if h not in self._by_host]
+        if missing:
+            by_name = self._all_by_name()
+            unknown = [h for h in missing if h not in by_name]
+            if unknown:
+                raise HostNotFound(
+                    'No compute node resource provider named %s in '
+                    'Placement' % ', '.join(sorted(unknown)))
+            for host in missing:
+                self._adopt_or_create(host, by_name)
+        return {h: self._by_host[h] for h in hosts}
+
+    def _adopt_or_create(self, host, by_name):
+        compute_node = by_name[host]
+        existing = by_name.get(provider_name(host))
+        if existing is not None:
+            if existing.get('parent_provider_uuid') != compute_node['uuid']:
+                raise ReservationError(
+                    'Provider %s exists but is not a child of compute node '
+                    '%s (%s)' % (provider_name(host), host,
+                                 compute_node['uuid']))
+            state = self._read(existing['uuid'], existing['name'])
+        else:
+            created = self.client.post('/resource_providers', json={
+                'name': provider_name(host),
+                'parent_provider_uuid': compute_node['uuid']}).json()
+            state = ProviderState(created['uuid'], created['name'],
+                                  created['generation'], {})
+            LOG.info('Created reservation provider %s under %s',
+                     state.name, host)
+        with self._lock:
+            self._by_host[host] = state
+
+    def _read(self, uuid, name):
+        body = self.client.get('/resource_providers/%s/inventories' % uuid)
+        return ProviderState(uuid, name, body['resource_provider_generation'],
+                             body['inventories'])
+
+    def by_uuid(self, provider_uuid):
+        """The state of a provider we know, by UUID (None if unknown)."""
+        for state in list(self._by_host.values()):
+            if state.uuid == provider_uuid:
+                return state
+        return None
+
+    def reread(self, provider_uuid):
+        """Refresh one provider we know (after a generation conflict)."""
+        state = self.by_uuid(provider_uuid)
+        if state is not None:
+            fresh = self._read(state.uuid, state.name)
+            state.generation, state.inventories = (fresh.generation,
+                                                   fresh.inventories)
+        return state
+
+    def remove(self, host):
+        """Delete the host's reservation provider.
+
+        :raises placement_client.InUse: naming the consumers while it holds
+            allocations.
+        """
+        by_name = self._all_by_name()
+        rp = by_name.get(provider_name(host))
+        if rp is None:
+            self._by_host.pop(host, None)
+            return False
+        allocations = self.client.get('/resource_providers/%s/allocations'
+                                      % rp['uuid'])['allocations']
+        if allocations:
+            raise placement_client.InUse(
+                409, 'placement.resource_provider.inuse',
+                'Reservation provider %s still holds allocations of '
+                'consumers %s' % (rp['name'], ', '.join(sorted(allocations))),
+                'DELETE', '/resource_providers/%s' % rp['uuid'])
+        self.client.delete('/resource_providers/%s' % rp['uuid'])
+        self._by_host.pop(host, None)
+        LOG.info('Deleted reservation provider %s', rp['name'])
+        return True
+
+
+class ReservationClasses:
+    """``CUSTOM_RESERVATION_*`` resource classes."""
+
+    def __init__(self, client):
+        self.client = client
+
+    def ensure(self, name):
+        """Create the class if needed (idempotent, one call)."""
+        self.client.put('/resource_classes/%s' % name)
+
+    def delete(self, name):
+        """Delete the class; absent is fine.
+
+        :raises placement_client.InUse: while inventories or allocations
+            of it exist, with Placement's reason.
+        """
+        try:
+            self.client.delete('/resource_classes/%s' % name)
+        except placement_client.NotFound:
+            return False
+        except placement_client.Conflict as exc:
+            raise placement_client.InUse(exc.status, exc.code, exc.detail,
+                                         exc.method, exc.url)
+        return True
+
+
+class Transitions:
+    """Lease start and end for instance reservations, in few calls."""
+
+    def __init__(self, client, providers=None, conflict_retries=5,
+                 max_concurrency=8):
+        self.client = client
+        self.providers = providers or ReservationProviders(client)
+        self.classes = ReservationClasses(client)
+        self.conflict_retries = conflict_retries
+        self.max_concurrency = max_concurrency
+        self._reshaper = None  # unknown until tried
+
+    def start(self, reservation_id, instances_by_host):
+        """Set each host's inventory of the reservation's class to its
+        number of instances. Returns the :class:`Change` list (empty when
+        everything already was so)."""
+        name = reservation_class(reservation_id)
+        for host, total in instances_by_host.items():
+            if not isinstance(total, int) or total < 1:
+                raise ValueError('instances on host %s must be a positive '
+                                 'integer, not %r' % (host, total))
+        self.classes.ensure(name)
+        states = self.providers.ensure(instances_by_host)
+        wanted = {host: reservation_inventory(total)
+                  for host, total in instances_by_host.items()}
+        return self._apply(name, states, wanted)
+
+    def end(self, reservation_id, hosts):
+        """Remove the reservation's class from each host's inventory, then
+        the class itself, unless other hosts still have it (then it is kept
+        and the reason logged). Returns the :class:`Change` list."""
+        name = reservation_class(reservation_id)
+        states = self.providers.ensure(hosts)
+        changes = self._apply(name, states, dict.fromkeys(hosts))
+        try:
+            self.classes.delete(name)
+        except placement_client.InUse as exc:
+            LOG.warning('Resource class %s kept: %s', name, exc.detail)
+        return changes
+
+    # --- writing ------------------------------------------------------------
+
+    def _apply(self, name, states, wanted):
+        """Make ``states[host].inventories[name]`` equal ``wanted[host]``
+        (None: absent) on every host, atomically where possible."""
+        def plan():
+            changes = []
+            for host, inventory in wanted.items():
+                state = self.providers.ensure([host])[host]
+                before = state.inventories.get(name)
+                if before != inventory and not (
+                        before and inventory and _same(before, inventory)):
+                    changes.append(Change(host, state.uuid, name, before,
+                                          inventory))
+            return changes
+
+        changes = plan()
+        if not changes:
+            return []
+        if self._reshaper is not False and self.client.supports(
+                placement_client.RESHAPER):
+            try:
+                self._with_retries(lambda: self._reshape(plan()))
+                self._reshaper = True
+                return changes
+            except placement_client.Forbidden:
+                LOG.info('POST /reshaper is not allowed to our Placement '
+                         'user (its policy wants the service role); writing '
+                         'provider by provider.')
+                self._reshaper = False
+        return self._write_each(changes)
+
+    def _with_retries(self, write, provider_uuid=None):
+        """Run ``write``; on a generation conflict re-read the provider
+        (``provider_uuid``, or the one Placement's message names) and
+        retry."""
+        def reread(exc):
+            match = _UUID_RE.search(exc.detail or '')
+            uuid = provider_uuid or (match.group(0) if match else None)
+            if uuid:
+                self.providers.reread(uuid)
+        return placement_client.retry_on_conflict(
+            self.conflict_retries, reread)(write)
+
+    def _reshape(self, changes):
+        if not changes:
+            return
+        targets = {}
+        for change in changes:
+            state = self._state(change.host)
+            new = targets.setdefault(state.uuid, dict(state.inventories))
+            _set(new, change.resource_class, change.after)
+        body = {'inventories': {
+            uuid: {'resource_provider_generation':
+                   self.providers.by_uuid(uuid).generation,
+                   'inventories': inventories}
+            for uuid, inventories in targets.items()}, 'allocations': {}}
+        self.client.post('/reshaper', json=body)
+        for uuid, inventories in targets.items():
+            state = self.providers.by_uuid(uuid)
+            # The reshaper writes an interim inventory, then the final one:
+            # two generations, or one when the final inventory is empty.
+            state.generation += 2 if inventories else 1
+            state.inventories = inventories
+
+    def _write_each(self, changes):
+        written = []
+        lock = threading.Lock()
+
+        def write(change):
+            self._with_retries(lambda: self._put(change.host,
+                                                 change.resource_class,
+                                                 change.after),
+                               change.provider_uuid)
+            with lock:
+                written.append(change)
+
+        with concurrent.futures.ThreadPoolExecutor(
+                self.max_concurrency) as pool:
+            futures = [pool.submit(write, c) for c in changes]
+            errors = [f.exception() for f in futures if f.exception()]
+        if errors:
+            LOG.error('%d of %d inventory writes failed (%s); rolling back '
+                      'the %d written.', len(errors), len(changes),
+                      errors[0], len(written))
+            for change in written:
+                self._with_retries(lambda c=change: self._put(
+                    c.host, c.resource_class, c.before), change.provider_uuid)
+            raise errors[0]
+        return changes
+
+    def _put(self, host, name, inventory):
+        state = self._state(host)
+        new = dict(state.inventories)
+        _set(new, name, inventory)
+        body = self.client.put(
+            '/resource_providers/%s/inventories' % state.uuid,
+            json={'resource_provider_generation': state.generation,
+                  'inventories': new}).json()
+        state.generation = body['resource_provider_generation']
+        state.inventories = body['inventories']
+
+    def _state(self, host):
+        return self.providers.ensure([host])[host]
+
+
+def _set(inventories, name, inventory):
+    if inventory is None:
+        inventories.pop(name, None)
+    else:
+        inventories[name] = inventory
+
+
+def _same(a, b):
+    """Equal inventories, whatever defaults Placement filled in."""
+    keys = set(a) & set(b)
+    return all(a[k] == b[k] for k in keys)
