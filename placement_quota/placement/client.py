@@ -143,6 +143,27 @@ def parse_version(text):
     return int(major), int(minor)
 
 
+def choose_version(low, high):
+    """The microversion to use with a server offering ``low``..``high``:
+    the highest both know.
+
+    :raises VersionTooOld: when the server is older than MIN_VERSION, or
+        its range and ours do not meet.
+    """
+    if high < MIN_VERSION:
+        raise VersionTooOld(
+            200, None, 'Placement offers microversions up to %s; '
+            'placement-quota needs at least %s'
+            % (version_string(high), version_string(MIN_VERSION)), 'GET', '/')
+    chosen = min(high, MAX_VERSION)
+    if chosen < low:
+        raise VersionTooOld(
+            200, None, 'Placement requires at least microversion %s; '
+            'placement-quota knows up to %s'
+            % (version_string(low), version_string(MAX_VERSION)), 'GET', '/')
+    return chosen
+
+
 class PlacementClient:
     """Talk to one Placement with one session and one microversion.
 
@@ -217,16 +238,7 @@ class PlacementClient:
             raise PlacementError(response.status_code, None,
                                  'no version document at the root',
                                  'GET', '/')
-        if high < MIN_VERSION:
-            raise VersionTooOld(
-                200, None, 'Placement offers microversions up to %s; '
-                'placement-quota needs at least %s'
-                % (version_string(high), version_string(MIN_VERSION)),
-                'GET', '/')
-        chosen = min(high, MAX_VERSION)
-        if chosen < low:
-            raise VersionTooOld(200, None, 'no common microversion', 'GET',
-                                '/')
+        chosen = choose_version(low, high)
         LOG.debug('Placement %s: microversions %s to %s; using %s',
                   self.description, version_string(low),
                   version_string(high), version_string(chosen))
