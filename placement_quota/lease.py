@@ -34,6 +34,9 @@ import jsonschema
 
 # Blazar's DB_MAX_INT: the largest amount its database can hold.
 MAX_INT = 2 ** 31 - 1
+# A Blazar payload nests about 7 levels (body, lease, reservations, one
+# reservation, allocations, one allocation, extra capabilities).
+MAX_DEPTH = 32
 
 HOST = 'physical:host'
 INSTANCE = 'virtual:instance'
@@ -221,7 +224,10 @@ def _path(prefix, error_path):
 
 
 def _check(validator, instance, field):
-    errors = list(validator.iter_errors(instance))
+    try:
+        errors = list(validator.iter_errors(instance))
+    except RecursionError:
+        raise PayloadError(field, 'is nested too deeply', has_value=False)
     if not errors:
         return
     # Report the outermost failure: for an anyOf that is the field itself,
@@ -476,7 +482,26 @@ def parse_body(kind, body):
     except (ValueError, RecursionError) as exc:
         raise PayloadError('body', 'is not valid JSON: %s' % exc,
                            has_value=False)
+    _check_depth(document)
     return parse_document(kind, document)
+
+
+def _check_depth(document, limit=MAX_DEPTH):
+    """Refuse documents nested deeper than ``limit`` (without recursion:
+    validating or printing a deeper one could exhaust Python's stack)."""
+    stack = [(document, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            raise PayloadError('body', 'is nested deeper than %d levels'
+                               % limit, has_value=False)
+        stack.extend((child, depth + 1) for child in children)
 
 
 def _reject_constant(name):

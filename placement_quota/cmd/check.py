@@ -9,10 +9,12 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``placement-quota check``: run a payload through the chain offline.
+"""``placement-quota check``: run a payload through the configured chain.
 
 The payload is the HTTP body Blazar would send (specs/000), read from a
-file or ``-`` for stdin. The decision is printed in cliff's formats; the
+file or ``-`` for stdin. No service needs to run, but the filters do what
+they do in the service: an ExternalServiceFilter with an endpoint really
+calls it (``check end`` sends a real on-end notification). The decision is printed in cliff's formats; the
 exit status is 0 when allowed, 1 when denied, 2 when the payload is bad.
 """
 

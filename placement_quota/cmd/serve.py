@@ -13,6 +13,7 @@
 
 import logging as std_logging
 import signal
+import threading
 
 from cliff import command
 from oslo_log import log as logging
@@ -31,7 +32,10 @@ def build(conf):
         chain = chain_mod.FilterChain(conf)
     except (chain_mod.FilterLoadError, ValueError) as exc:
         main.fail('cannot load the enforcement filters: %s' % exc)
-    return chain, api_app.make_app(conf, chain)
+    try:
+        return chain, api_app.make_app(conf, chain)
+    except ValueError as exc:
+        main.fail('configuration error: %s' % exc)
 
 
 class Serve(command.Command):
@@ -74,8 +78,11 @@ class Serve(command.Command):
             self.app.stdout.flush()
 
         def stop(signum, frame):
+            # The handler runs in the thread that serves; cheroot's stop()
+            # waits for that loop to end, so it must run elsewhere.
             LOG.info('Signal %d received; stopping.', signum)
-            server.stop()
+            threading.Thread(target=server.stop, name='stop',
+                             daemon=True).start()
 
         signal.signal(signal.SIGTERM, stop)
         try:

@@ -15,6 +15,10 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 
+#: Default ``timeout`` (seconds) of our keystoneauth sessions.
+SESSION_TIMEOUT = 10
+
+
 def register(conf, group, opts):
     """Register ``opts`` in a fresh copy of ``group`` on ``conf``.
 
@@ -32,6 +36,9 @@ def register_with_keystoneauth(conf, group, opts):
     register(conf, group, opts)
     ks_loading.register_session_conf_options(conf, group.name)
     ks_loading.register_auth_conf_options(conf, group.name)
+    # keystoneauth waits forever by default; a hung Keystone or Placement
+    # must not hang the requests we serve.
+    conf.set_default('timeout', SESSION_TIMEOUT, group=group.name)
 
 
 def list_with_keystoneauth(group, opts):

@@ -44,8 +44,12 @@ opts = [
         'threads', default=16, min=1, max=1024,
         help='Worker threads of the WSGI server: requests handled at once.'),
     cfg.IntOpt(
-        'client_socket_timeout', default=60, min=1,
-        help='Seconds an idle or slow client connection is kept open.'),
+        'client_socket_timeout', default=10, min=1,
+        help='Seconds an idle or slow client connection is kept open. Each '
+             'open connection holds one of the threads, so a client that '
+             'sends slowly holds it this long; behind untrusted networks '
+             'put a front server (httpd, nginx, uWSGI) before the '
+             'service.'),
     cfg.IntOpt(
         'max_request_body_size', default=1048576, min=1024,
         help='Largest request body accepted, in bytes; a larger one is '

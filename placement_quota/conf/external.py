@@ -26,7 +26,7 @@ opts = [
     cfg.URIOpt(
         'endpoint_url', schemes=['http', 'https'],
         help='Base URL of the external enforcement service, for example '
-             '``http://127.0.0.1:8790/v1``; ``check-create``, '
+             '``http://usage.example.com:9000/v1``; ``check-create``, '
              '``check-update`` and ``on-end`` are appended to it (a trailing '
              'slash makes no difference). Unset disables the filter.'),
     cfg.BoolOpt(

@@ -132,6 +132,9 @@ def load_filters(conf):
             filters.append(cls(conf))
         except (cfg.Error, ValueError) as exc:
             raise FilterLoadError('Enforcement filter %s: %s' % (name, exc))
+        except Exception as exc:  # e.g. keystoneauth's NoMatchingPlugin
+            raise FilterLoadError('Enforcement filter %s cannot start: %s: '
+                                  '%s' % (name, type(exc).__name__, exc))
     return filters
 
 
@@ -150,9 +153,15 @@ class Exemptions:
         self.ids = frozenset(e for e in entries if '@' not in e)
         self.names = tuple(tuple(e.rsplit('@', 1)) for e in entries
                            if '@' in e)
+        for name, domain in self.names:
+            if not name or not domain:
+                raise ValueError(
+                    '[enforcement] exempted_projects entry %r must be a '
+                    'project ID or name@domain with both parts'
+                    % ('%s@%s' % (name, domain)))
         self._resolver_factory = resolver_factory or _keystone_resolver
         self._resolver = None
-        self._resolved = frozenset()
+        self._resolved = None
         self._next_resolution = 0.0
         self._lock = threading.Lock()
 
@@ -166,10 +175,15 @@ class Exemptions:
     def _resolved_ids(self):
         if time.monotonic() < self._next_resolution:
             return self._resolved
-        with self._lock:
-            if time.monotonic() >= self._next_resolution:
-                self._resolve()
-        return self._resolved
+        # The first resolution is waited for; a refresh is done by one
+        # thread while the others go on with the last known answer.
+        if self._lock.acquire(blocking=self._resolved is None):
+            try:
+                if time.monotonic() >= self._next_resolution:
+                    self._resolve()
+            finally:
+                self._lock.release()
+        return self._resolved or frozenset()
 
     def _resolve(self):
         refresh = self.conf.enforcement.exempted_projects_refresh
@@ -210,8 +224,11 @@ class FilterChain:
     def __init__(self, conf, filters=None, exemptions=None):
         self.conf = conf
         self.filters = load_filters(conf) if filters is None else filters
-        self.exemptions = (Exemptions(conf) if exemptions is None
-                           else exemptions)
+        try:
+            self.exemptions = (Exemptions(conf) if exemptions is None
+                               else exemptions)
+        except ValueError as exc:
+            raise FilterLoadError(str(exc))
 
     @property
     def names(self):

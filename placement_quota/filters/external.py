@@ -22,6 +22,7 @@ DEBUG, and the service's text reaches the user only through a well-formed
 403.
 """
 
+import http.cookiejar
 import json
 from urllib import parse
 
@@ -30,6 +31,7 @@ from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_log import log as logging
 import requests
+import requests.adapters
 import tenacity
 
 from placement_quota.conf import external as external_conf
@@ -43,6 +45,7 @@ UNAVAILABLE_DENY_MSG = ('The reservation usage enforcement service is '
                         'later or contact your cloud operator.')
 KINDS = ('check-create', 'check-update', 'on-end')
 _MAX_BACKOFF = 5.0
+_POOL_SIZE = 32
 _LOGGED_BODY = 512
 
 
@@ -111,6 +114,14 @@ class ExternalServiceFilter(base.BaseFilter):
         self.options = conf.enforcement_external
         self.endpoints = self._endpoints()
         self._http = requests.Session()
+        # One connection per concurrent request of our threaded server, and
+        # no cookies carried from one project's request to another's.
+        self._http.mount('http://', requests.adapters.HTTPAdapter(
+            pool_maxsize=_POOL_SIZE))
+        self._http.mount('https://', requests.adapters.HTTPAdapter(
+            pool_maxsize=_POOL_SIZE))
+        self._http.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(
+            allowed_domains=[]))
         self._tls = self._tls_options()
         self._keystone = self._keystone_session()
         self._static_token = (self.options.token or
@@ -222,7 +233,7 @@ class ExternalServiceFilter(base.BaseFilter):
             return self._failed(kind, url, '%s: %s' % (type(exc).__name__,
                                                        exc))
         status = response.status_code
-        if 200 <= status < 300:
+        if status in (200, 204):
             return
         if status == 403 and kind != 'on-end':
             raise self.deny(self._denial_message(response))
@@ -241,8 +252,11 @@ class ExternalServiceFilter(base.BaseFilter):
     def _post_once(self, url, data):
         timeout = (self.options.connect_timeout, self.options.read_timeout)
         try:
+            # Never follow a redirect: it would carry our token to another
+            # host, and turn the POST into a GET whose 200 would allow.
             response = self._http.post(url, data=data, headers=self._headers(),
-                                       timeout=timeout, **self._tls)
+                                       timeout=timeout, allow_redirects=False,
+                                       **self._tls)
         except requests.exceptions.ReadTimeout:
             raise _Unavailable('gave no answer within %.1f seconds'
                                % self.options.read_timeout)
@@ -286,9 +300,9 @@ class ExternalServiceFilter(base.BaseFilter):
                       'the lease ends anyway.', _safe_url(url), reason)
             return
         if self.options.allow_on_error:
-            LOG.warning('External enforcement service %s %s; allowing %s '
-                        'because allow_on_error is set.', _safe_url(url),
-                        reason, kind)
+            LOG.error('External enforcement service %s %s; allowing %s '
+                      'because allow_on_error is set.', _safe_url(url),
+                      reason, kind)
             return
         LOG.error('External enforcement service %s %s; denying %s.',
                   _safe_url(url), reason, kind)

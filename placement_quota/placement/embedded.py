@@ -11,8 +11,8 @@
 # under the License.
 """The embedded Placement: the real ``openstack-placement`` WSGI app.
 
-It is what ``placement-quota serve`` talks to when no cloud Placement is
-configured, and what the test fixtures run. It is built from Placement's own
+It is what the Placement client (``PlacementClient.from_conf``) uses when
+no cloud Placement is configured, and what the test fixtures run. It is built from Placement's own
 code (``placement.deploy.loadapp``) with:
 
 * its own ``ConfigOpts`` (never the global ``CONF``);

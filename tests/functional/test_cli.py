@@ -194,6 +194,38 @@ class TestServe(CLITestCase):
         process.send_signal(signal.SIGTERM)
         self.assertEqual(0, process.wait(TIMEOUT))
 
+    def test_serve_stops_on_sigterm_while_clients_are_connected(self):
+        process, url = self.start()
+        requests.post(url + 'check-create', json=spec.check_create(),
+                      timeout=10)
+        process.send_signal(signal.SIGTERM)
+        self.assertEqual(0, process.wait(TIMEOUT))
+
+    def _refused(self, config_text):
+        result = subprocess.run(
+            [sys.executable, '-m', 'placement_quota.cmd.main',
+             '--config-file', self.config(config_text), 'serve', '--port',
+             '0'], capture_output=True, text=True, timeout=TIMEOUT)
+        self.assertEqual(2, result.returncode, result.stderr)
+        self.assertNotIn('Traceback', result.stderr)
+        return result.stderr
+
+    def test_serve_refuses_keystone_auth_without_keystone_authtoken(self):
+        stderr = self._refused('[api]\nauth_strategy = keystone\n')
+        self.assertIn('[keystone_authtoken] www_authenticate_uri and '
+                      'auth_type are not set', stderr)
+
+    def test_serve_refuses_an_unknown_keystoneauth_plugin(self):
+        stderr = self._refused('[enforcement_external]\n'
+                               'endpoint_url = http://127.0.0.1:9/v1\n'
+                               'auth_type = no-such-plugin\n')
+        self.assertIn('ExternalServiceFilter cannot start', stderr)
+        self.assertIn('no-such-plugin', stderr)
+
+    def test_serve_refuses_an_exempted_project_without_domain(self):
+        stderr = self._refused('[enforcement]\nexempted_projects = demo@\n')
+        self.assertIn("'demo@'", stderr)
+
     def test_serve_refuses_to_start_with_an_unknown_filter(self):
         config = self.config('[enforcement]\nenabled_filters = NoSuch\n')
         result = subprocess.run(

@@ -226,11 +226,26 @@ class TestExemptions(ChainTestCase):
 
     def test_failed_resolution_exempts_nobody_and_is_logged(self):
         logger = self.useFixture(fixtures.FakeLogger())
-        exemptions = self.exemptions(['demo@Default'],
-                                     _Resolver({}, fail=True))
+        exemptions = self.exemptions(
+            ['demo@Default'],
+            _Resolver({('demo', 'Default'): 'id-of-demo'}, fail=True))
         self.assertNotIn('id-of-demo', exemptions)
         self.assertIn('Cannot resolve exempted projects demo@Default',
                       logger.output)
+
+    def test_refresh_is_not_waited_for_once_names_are_known(self):
+        resolver = _Resolver({('demo', 'Default'): 'id-of-demo'})
+        exemptions = self.exemptions(['demo@Default'], resolver, refresh=1)
+        self.assertIn('id-of-demo', exemptions)
+        with exemptions._lock:  # another thread is refreshing
+            exemptions._next_resolution = 0
+            self.assertIn('id-of-demo', exemptions)
+        self.assertEqual(1, resolver.calls)
+
+    def test_entry_without_a_name_or_a_domain_is_refused(self):
+        for entry in ('@Default', 'demo@'):
+            error = self.assertRaises(ValueError, self.exemptions, [entry])
+            self.assertIn(repr(entry), str(error))
 
     def test_name_with_at_sign_splits_on_the_last_one(self):
         resolver = _Resolver({('team@lab', 'Default'): 'id'})

@@ -247,6 +247,30 @@ class TestBody(testtools.TestCase):
         self.assertRaises(model.PayloadError, model.parse_body,
                           'check-create', body)
 
+    @staticmethod
+    def _nested_body(depth):
+        return ('{"context": {"project_id": "p", "user_id": %s%s}, '
+                '"lease": {}}' % ('[' * depth, ']' * depth))
+
+    def test_nesting_deeper_than_the_limit_is_refused_before_validation(self):
+        error = self.assertRaises(model.PayloadError, model.parse_body,
+                                  'check-create', self._nested_body(100))
+        self.assertIn('nested deeper than %d levels' % model.MAX_DEPTH,
+                      str(error))
+
+    def test_nesting_near_pythons_recursion_limit_is_refused(self):
+        # Deep enough to exhaust the stack of a recursive validator: refused
+        # by our limit or by json.loads' own guard, never a crash.
+        error = self.assertRaises(model.PayloadError, model.parse_body,
+                                  'check-create', self._nested_body(960))
+        self.assertEqual('body', error.field)
+
+    def test_blazar_payload_depth_is_well_within_the_limit(self):
+        document = spec.check_create()
+        document['lease']['reservations'][1]['allocations'][0]['extra'] = {
+            'a': {'b': {'c': [1]}}}
+        parse('check-create', document)
+
     def test_json_array_is_refused(self):
         error = self.assertRaises(model.PayloadError, parse, 'check-create',
                                   [spec.check_create()])

@@ -1,0 +1,345 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Usages and capacity, read from Placement.
+
+* :func:`project_usages` -- ``GET /usages`` of a project (and user): the
+  amount used per resource class and, from microversion 1.38, per consumer
+  type with the number of consumers.
+* :func:`provider_capacity` -- one provider's inventories and usages
+  combined: per resource class, what Placement would still let be
+  allocated.
+* :func:`instances_that_fit` (pure) and :func:`instances_that_fit_on_hosts`
+  -- how many instances of a given size fit on a provider, on several.
+
+The arithmetic is Placement's own. An allocation of ``amount`` of a class on
+a provider is accepted when (``placement/objects/allocation.py``,
+``_check_capacity_exceeded``; the same test is the SQL clause
+``_capacity_check_clause`` of ``placement/objects/research_context.py``
+used for allocation candidates)::
+
+    min_unit <= amount <= max_unit  and  amount % step_size == 0
+    used + amount <= (total - reserved) * allocation_ratio
+
+Placement compares with the unrounded product; as ``used + amount`` is an
+integer that is the same as comparing with
+``int((total - reserved) * allocation_ratio)``, which is how
+``placement/objects/inventory.py`` (``Inventory.capacity``) defines
+capacity. Constraints hold per allocation, that is per instance (each one a
+consumer of its own), while capacity is shared by all.
+
+Pure computation (parsing answers, counting) is kept apart from the calls
+that fetch the answers.
+"""
+
+import concurrent.futures
+import dataclasses
+import typing
+from urllib import parse
+
+from oslo_log import log as logging
+
+from placement_quota.placement import client as placement_client
+
+LOG = logging.getLogger(__name__)
+
+#: Key of the consumer count in a 1.38 ``GET /usages`` consumer type entry.
+CONSUMER_COUNT = 'consumer_count'
+#: Reads of a provider's inventories and usages until both answers carry the
+#: same provider generation (they are two requests, not one snapshot).
+CONSISTENT_READ_ATTEMPTS = 5
+#: Providers read at the same time by :func:`instances_that_fit_on_hosts`.
+MAX_WORKERS = 8
+
+
+# --- project usages ----------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ConsumerTypeUsage:
+    """What the consumers of one consumer type use (microversion 1.38+)."""
+
+    consumer_count: int
+    resources: typing.Dict[str, int]
+
+
+@dataclasses.dataclass(frozen=True)
+class ProjectUsages:
+    """A project's (or project user's) usage.
+
+    :ivar resources: resource class -> amount, all consumer types together
+        (only the asked type when filtered by one).
+    :ivar consumer_types: consumer type -> :class:`ConsumerTypeUsage`, or
+        None when the microversion (below 1.38) does not offer them.
+        Consumers without a type are under ``unknown``; asked for
+        ``consumer_type='all'``, Placement puts everything under ``all``.
+    """
+
+    resources: typing.Dict[str, int]
+    consumer_types: typing.Optional[typing.Dict[str, ConsumerTypeUsage]] = None
+
+    @property
+    def consumer_counts(self) -> typing.Optional[typing.Dict[str, int]]:
+        """Consumer type -> number of consumers (None below 1.38)."""
+        if self.consumer_types is None:
+            return None
+        return {name: usage.consumer_count
+                for name, usage in self.consumer_types.items()}
+
+
+def parse_usages(body: dict, per_consumer_type: bool) -> ProjectUsages:
+    """A :class:`ProjectUsages` from a ``GET /usages`` answer.
+
+    :param per_consumer_type: whether the answer has the 1.38 shape
+        ``{"usages": {"INSTANCE": {"consumer_count": 2, "VCPU": 4}}}``
+        rather than ``{"usages": {"VCPU": 4}}``.
+    """
+    usages = body['usages']
+    if not per_consumer_type:
+        return ProjectUsages(resources={rc: int(amount)
+                                        for rc, amount in usages.items()})
+    by_type = {}
+    totals: typing.Dict[str, int] = {}
+    for name, entry in usages.items():
+        resources = {rc: int(amount) for rc, amount in entry.items()
+                     if rc != CONSUMER_COUNT}
+        by_type[name] = ConsumerTypeUsage(
+            int(entry.get(CONSUMER_COUNT, 0)), resources)
+        for rc, amount in resources.items():
+            totals[rc] = totals.get(rc, 0) + amount
+    return ProjectUsages(resources=totals, consumer_types=by_type)
+
+
+def usages_url(project_id: str, user_id: typing.Optional[str] = None,
+               consumer_type: typing.Optional[str] = None) -> str:
+    """The ``GET /usages`` URL for these filters."""
+    query = [('project_id', project_id)]
+    if user_id:
+        query.append(('user_id', user_id))
+    if consumer_type:
+        query.append(('consumer_type', consumer_type))
+    return '/usages?' + parse.urlencode(query)
+
+
+def project_usages(client: placement_client.PlacementClient,
+                   project_id: str, user_id: typing.Optional[str] = None,
+                   consumer_type: typing.Optional[str] = None
+                   ) -> ProjectUsages:
+    """What a project (and optionally one of its users) uses, in one call.
+
+    From microversion 1.38 usages come per consumer type with consumer
+    counts; below it, flat (``consumer_types`` is None).
+
+    :param consumer_type: only consumers of this type (1.38+; ``all`` and
+        ``unknown`` -- consumers without a type -- are Placement's special
+        values).
+    :raises ValueError: when ``project_id`` is empty.
+    :raises placement_client.VersionTooOld: when filtering by consumer type
+        on a Placement below 1.38 (it would answer every type).
+    :raises placement_client.PlacementError: Placement's refusal (e.g. 400
+        for a malformed consumer type), with its message.
+    """
+    if not project_id:
+        raise ValueError('project_id must be a non-empty string, not %r'
+                         % (project_id,))
+    per_type = client.supports(placement_client.CONSUMER_TYPES)
+    if consumer_type and not per_type:
+        raise placement_client.VersionTooOld(
+            200, None, 'Usages by consumer type (%r) need Placement '
+            'microversion %s; this Placement offers %s' % (
+                consumer_type,
+                placement_client.version_string(
+                    placement_client.CONSUMER_TYPES),
+                placement_client.version_string(client.version)),
+            'GET', '/usages')
+    body = client.get(usages_url(project_id, user_id, consumer_type))
+    return parse_usages(body, per_type)
+
+
+# --- provider capacity -------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassCapacity:
+    """One resource class of one provider: its inventory and usage.
+
+    ``capacity`` and ``free`` follow Placement's rule (see the module
+    docstring). ``free`` is negative when a provider is over capacity
+    (Placement lets an inventory shrink below what is allocated).
+    """
+
+    total: int
+    reserved: int = 0
+    allocation_ratio: float = 1.0
+    min_unit: int = 1
+    max_unit: int = 0x7FFFFFFF  # Placement's default (db_const.MAX_INT)
+    step_size: int = 1
+    used: int = 0
+
+    @property
+    def capacity(self) -> int:
+        """``int((total - reserved) * allocation_ratio)``."""
+        return int((self.total - self.reserved) * self.allocation_ratio)
+
+    @property
+    def free(self) -> int:
+        """``capacity - used``: what more can be allocated in all."""
+        return self.capacity - self.used
+
+    def as_dict(self) -> dict:
+        """The fields plus ``capacity`` and ``free``."""
+        values = dataclasses.asdict(self)
+        values.update(capacity=self.capacity, free=self.free)
+        return values
+
+
+def combine(inventories: dict, usages: dict
+            ) -> typing.Dict[str, ClassCapacity]:
+    """Resource class -> :class:`ClassCapacity`, from the ``inventories``
+    and ``usages`` mappings of one provider's two answers."""
+    return {rc: ClassCapacity(
+        total=inv['total'], reserved=inv['reserved'],
+        allocation_ratio=inv['allocation_ratio'], min_unit=inv['min_unit'],
+        max_unit=inv['max_unit'], step_size=inv['step_size'],
+        used=int(usages.get(rc, 0)))
+        for rc, inv in inventories.items()}
+
+
+def _read_provider(client, provider_uuid):
+    """Inventories and usages answers of one provider, two calls, re-read
+    (a few times) until both carry the same provider generation."""
+    base = '/resource_providers/%s' % parse.quote(provider_uuid, safe='')
+    for attempt in range(1, CONSISTENT_READ_ATTEMPTS + 1):
+        inventories = client.get(base + '/inventories')
+        usages = client.get(base + '/usages')
+        if (inventories['resource_provider_generation'] ==
+                usages['resource_provider_generation']):
+            break
+        LOG.debug('Provider %s changed between reading its inventories and '
+                  'usages (generation %s, then %s); reading again (%d).',
+                  provider_uuid, inventories['resource_provider_generation'],
+                  usages['resource_provider_generation'], attempt)
+    else:
+        LOG.warning('Provider %s kept changing while being read; using its '
+                    'last inventories and usages.', provider_uuid)
+    return inventories, usages
+
+
+def provider_capacity(client: placement_client.PlacementClient,
+                      provider_uuid: str) -> typing.Dict[str, ClassCapacity]:
+    """Resource class -> :class:`ClassCapacity` of one provider.
+
+    Two calls (``GET .../inventories``, ``GET .../usages``), repeated only
+    when the provider changed in between.
+
+    :raises placement_client.NotFound: for an unknown provider, with
+        Placement's message.
+    """
+    inventories, usages = _read_provider(client, provider_uuid)
+    return combine(inventories['inventories'], usages['usages'])
+
+
+# --- instances that fit ------------------------------------------------------
+
+
+def validate_request(request: typing.Mapping[str, int]
+                     ) -> typing.Dict[str, int]:
+    """The positive amounts of an instance size (zero amounts dropped).
+
+    :raises ValueError: naming the class and value of an amount that is
+        not a non-negative integer, or when nothing positive is asked (as
+        many such instances would fit as one likes).
+    """
+    wanted = {}
+    for rc, amount in request.items():
+        if (isinstance(amount, bool) or not isinstance(amount, int) or
+                amount < 0):
+            raise ValueError('amount of %s must be a non-negative integer, '
+                             'not %r' % (rc, amount))
+        if amount:
+            wanted[rc] = amount
+    if not wanted:
+        raise ValueError('the instance size %r asks for no resources'
+                         % (dict(request),))
+    return wanted
+
+
+def class_fit(capacity: typing.Optional[ClassCapacity], amount: int) -> int:
+    """How many allocations of ``amount`` (> 0) one class still takes:
+    0 when the class is absent or ``amount`` breaks its ``min_unit``,
+    ``max_unit`` or ``step_size``; else ``free // amount`` (never
+    negative)."""
+    if capacity is None:
+        return 0
+    if (amount < capacity.min_unit or amount > capacity.max_unit or
+            amount % capacity.step_size):
+        return 0
+    return max(0, capacity.free) // amount
+
+
+def fit_by_class(capacity_by_class: typing.Mapping[str, ClassCapacity],
+                 request: typing.Mapping[str, int]) -> typing.Dict[str, int]:
+    """Resource class -> instances of the ``request`` size that class alone
+    would take (zero amounts are left out).
+
+    :raises ValueError: as :func:`validate_request`.
+    """
+    return {rc: class_fit(capacity_by_class.get(rc), amount)
+            for rc, amount in validate_request(request).items()}
+
+
+def instances_that_fit(capacity_by_class: typing.Mapping[str, ClassCapacity],
+                       request: typing.Mapping[str, int]) -> int:
+    """How many instances of size ``request`` (resource class -> amount)
+    fit on one provider: the tightest class decides.
+
+    :raises ValueError: as :func:`validate_request`.
+    """
+    return min(fit_by_class(capacity_by_class, request).values())
+
+
+@dataclasses.dataclass(frozen=True)
+class HostsFit:
+    """:func:`instances_that_fit_on_hosts`' answer.
+
+    :ivar per_host: provider UUID -> instances that fit on it.
+    :ivar total: their sum.
+    :ivar capacities: provider UUID -> what was read of it.
+    """
+
+    per_host: typing.Dict[str, int]
+    total: int
+    capacities: typing.Dict[str, typing.Dict[str, ClassCapacity]]
+
+
+def instances_that_fit_on_hosts(
+        client: placement_client.PlacementClient,
+        provider_uuids: typing.Iterable[str],
+        request: typing.Mapping[str, int],
+        max_workers: int = MAX_WORKERS) -> HostsFit:
+    """How many instances of size ``request`` fit on each provider, and in
+    all. Providers are read concurrently (at most ``max_workers`` at a
+    time), two calls each; repeated UUIDs are read once.
+
+    :raises ValueError: as :func:`validate_request`, before any call.
+    :raises placement_client.NotFound: for an unknown provider, with
+        Placement's message.
+    """
+    validate_request(request)
+    uuids = list(dict.fromkeys(provider_uuids))
+    if not uuids:
+        return HostsFit({}, 0, {})
+    with concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(1, min(max_workers, len(uuids)))) as pool:
+        read = list(pool.map(lambda u: provider_capacity(client, u), uuids))
+    capacities = dict(zip(uuids, read))
+    per_host = {u: instances_that_fit(capacities[u], request) for u in uuids}
+    return HostsFit(per_host, sum(per_host.values()), capacities)
