@@ -176,6 +176,7 @@ class PlacementClient:
         self.description = description
         self._version = None
         self._lock = threading.Lock()
+        self._calls_lock = threading.Lock()
         self.calls = 0
 
     @classmethod
@@ -266,7 +267,8 @@ class PlacementClient:
             kwargs['global_request_id'] = request_id
         if version is not None:
             kwargs['microversion'] = version_string(version)
-        self.calls += 1
+        with self._calls_lock:
+            self.calls += 1
         try:
             return self._adapter.request(url, method, json=json,
                                          headers=headers, **kwargs)

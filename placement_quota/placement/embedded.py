@@ -12,8 +12,8 @@
 """The embedded Placement: the real ``openstack-placement`` WSGI app.
 
 It is what the Placement client (``PlacementClient.from_conf``) uses when
-no cloud Placement is configured, and what the test fixtures run. It is built from Placement's own
-code (``placement.deploy.loadapp``) with:
+no cloud Placement is configured, and what the test fixtures run. It is
+built from Placement's own code (``placement.deploy.loadapp``) with:
 
 * its own ``ConfigOpts`` (never the global ``CONF``);
 * a SQLite database, migrated on start-up (``sync_on_startup``);
