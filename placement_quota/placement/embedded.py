@@ -52,9 +52,14 @@ import atexit
 import contextlib
 import logging as py_logging
 import os
+import queue
+import shutil
 import sqlite3
+import subprocess
 import sys
+import tempfile
 import threading
+import time
 import warnings
 
 from oslo_config import cfg
@@ -219,6 +224,90 @@ def serve_in_thread(connection, host='127.0.0.1'):
                 app, host=host, server_name='placement-embedded').start()
             atexit.register(_server.stop)
         return _server.url
+
+
+class ServerProcess:
+    """The embedded Placement as a child process on a loopback port.
+
+    ``python -m placement_quota.placement.embedded`` on a fresh SQLite
+    database in ``state_dir`` (a new temporary directory, removed by
+    :meth:`stop`, when not given). The child exits when our end of its
+    stdin closes, so it never outlives this process. Used by the test
+    fixtures and the benchmarks.
+
+    :raises RuntimeError: if it does not print ``LISTENING <url>`` within
+        ``timeout`` seconds, with the tail of its stderr.
+    """
+
+    def __init__(self, timeout=60, state_dir=None):
+        started = time.monotonic()
+        self._own_dir = state_dir is None
+        self.state_dir = state_dir or tempfile.mkdtemp(
+            prefix='placement-server-')
+        self._stderr = open(os.path.join(self.state_dir, 'stderr.log'),
+                            'w+b')
+        root = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in (root, os.environ.get('PYTHONPATH')) if p))
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'placement_quota.placement.embedded',
+             '--host', '127.0.0.1', '--port', '0', '--exit-on-stdin-eof',
+             '--connection', sqlite_connection(self.state_dir)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=self._stderr, env=env, cwd=root, text=True)
+        try:
+            self.url = self._wait_listening(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        self.startup_seconds = time.monotonic() - started
+
+    def _wait_listening(self, timeout):
+        lines = queue.Queue()
+
+        def read_stdout():  # also keeps the pipe drained afterwards
+            for line in self.process.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=read_stdout, daemon=True,
+                         name='placement-server-stdout').start()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                line = lines.get(
+                    timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                self._fail('did not print %s within %g s'
+                           % (LISTENING, timeout))
+            if line is None:
+                self._fail('exited with status %s before listening'
+                           % self.process.wait())
+            if line.startswith(LISTENING + ' '):
+                return line.split()[1]
+
+    def _fail(self, why):
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-4000:].decode('utf-8', 'replace')
+        raise RuntimeError('Placement server subprocess %s (%s).\n'
+                           '--- stderr tail ---\n%s'
+                           % (why, ' '.join(self.process.args), tail))
+
+    def stop(self):
+        """Stop the child and remove its temporary directory (idempotent)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdin:
+            self.process.stdin.close()
+        self._stderr.close()
+        if self._own_dir:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
 def loaded_connection():
