@@ -109,15 +109,17 @@ _BY_CODE = {
     'placement.concurrent_update': ConcurrentUpdate,
     'placement.inventory.inuse': InUse,
     'placement.resource_provider.inuse': InUse,
-    'placement.resource_provider.cannot_delete_parent': InUse,
+    # POST /reshaper answers 400 with this code for a provider that is gone.
+    'placement.resource_provider.not_found': NotFound,
 }
 
 
 def _error(response, method, url):
-    code, detail = None, response.text
+    code, detail = None, response.text or ''
     try:
         error = response.json()['errors'][0]
-        code, detail = error.get('code'), error.get('detail', detail)
+        code = error.get('code')
+        detail = error.get('detail') or detail
     except (ValueError, KeyError, IndexError, TypeError):
         pass
     if code in _BY_CODE:

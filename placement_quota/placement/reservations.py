@@ -18,7 +18,8 @@
   case, ``-`` replaced by ``_``).
 * Lease start sets, on each reserved host's reservation provider, an
   inventory of that class with ``total`` = the instances reserved there
-  (``min_unit = max_unit = step_size = 1``, ``allocation_ratio = 1.0``);
+  (``min_unit = max_unit = step_size = 1``: one unit per instance, as
+  Blazar writes it; ``allocation_ratio = 1.0``);
   lease end removes it.
 
 placement-quota owns the reservation providers, so it keeps their
@@ -84,7 +85,7 @@ def reservation_class(reservation_id):
 
 def reservation_inventory(total):
     """The inventory of a reservation class on one host."""
-    return {'total': total, 'reserved': 0, 'min_unit': 1, 'max_unit': total,
+    return {'total': total, 'reserved': 0, 'min_unit': 1, 'max_unit': 1,
             'step_size': 1, 'allocation_ratio': 1.0}
 
 
@@ -112,9 +113,8 @@ class Change:
 class ReservationProviders:
     """Reservation providers and what we know of their inventories."""
 
-    def __init__(self, client, max_concurrency=8):
+    def __init__(self, client):
         self.client = client
-        self.max_concurrency = max_concurrency
         self._by_host = {}
         self._lock = threading.Lock()
 
@@ -145,6 +145,38 @@ class ReservationProviders:
                 self._adopt_or_create(host, by_name)
         return {h: self._by_host[h] for h in hosts}
 
+    def refresh(self, hosts, create=True):
+        """What each host's reservation provider holds, checked against
+        Placement: one listing of providers and their generations; a
+        provider whose generation moved is re-read, one that is gone is
+        forgotten (and created again when ``create``). Hosts without a
+        provider are left out when not ``create``.
+        """
+        by_name = self._all_by_name()
+        states = {}
+        unknown = []
+        for host in dict.fromkeys(hosts):
+            listed = by_name.get(provider_name(host))
+            known = self._by_host.get(host)
+            if listed is None:
+                with self._lock:
+                    self._by_host.pop(host, None)
+                if not create:
+                    continue
+                if host not in by_name:
+                    unknown.append(host)
+                    continue
+                self._adopt_or_create(host, by_name)
+            elif known is None or known.uuid != listed['uuid']:
+                self._adopt_or_create(host, by_name)
+            elif known.generation != listed['generation']:
+                self.reread(known.uuid)
+            states[host] = self._by_host[host]
+        if unknown:
+            raise HostNotFound('No compute node resource provider named %s '
+                               'in Placement' % ', '.join(sorted(unknown)))
+        return states
+
     def _adopt_or_create(self, host, by_name):
         compute_node = by_name[host]
         existing = by_name.get(provider_name(host))
@@ -156,9 +188,19 @@ class ReservationProviders:
                                  compute_node['uuid']))
             state = self._read(existing['uuid'], existing['name'])
         else:
-            created = self.client.post('/resource_providers', json={
-                'name': provider_name(host),
-                'parent_provider_uuid': compute_node['uuid']}).json()
+            try:
+                created = self.client.post('/resource_providers', json={
+                    'name': provider_name(host),
+                    'parent_provider_uuid': compute_node['uuid']}).json()
+            except placement_client.Conflict:
+                # Another writer created it meanwhile: adopt theirs.
+                found = self.client.get('/resource_providers?name=%s'
+                                        % provider_name(host))
+                by_name = dict(by_name, **{
+                    rp['name']: rp for rp in found['resource_providers']})
+                if provider_name(host) not in by_name:
+                    raise
+                return self._adopt_or_create(host, by_name)
             state = ProviderState(created['uuid'], created['name'],
                                   created['generation'], {})
             LOG.info('Created reservation provider %s under %s',
@@ -250,6 +292,13 @@ class Transitions:
         self.max_concurrency = max_concurrency
         self._reshaper = None  # unknown until tried
 
+    @classmethod
+    def from_conf(cls, conf, client=None):
+        """With ``[placement] conflict_retries`` and ``max_concurrency``."""
+        client = client or placement_client.PlacementClient.from_conf(conf)
+        return cls(client, conflict_retries=conf.placement.conflict_retries,
+                   max_concurrency=conf.placement.max_concurrency)
+
     def start(self, reservation_id, instances_by_host):
         """Set each host's inventory of the reservation's class to its
         number of instances. Returns the :class:`Change` list (empty when
@@ -260,18 +309,16 @@ class Transitions:
                 raise ValueError('instances on host %s must be a positive '
                                  'integer, not %r' % (host, total))
         self.classes.ensure(name)
-        states = self.providers.ensure(instances_by_host)
         wanted = {host: reservation_inventory(total)
                   for host, total in instances_by_host.items()}
-        return self._apply(name, states, wanted)
+        return self._apply(name, wanted, create=True)
 
     def end(self, reservation_id, hosts):
         """Remove the reservation's class from each host's inventory, then
         the class itself, unless other hosts still have it (then it is kept
         and the reason logged). Returns the :class:`Change` list."""
         name = reservation_class(reservation_id)
-        states = self.providers.ensure(hosts)
-        changes = self._apply(name, states, dict.fromkeys(hosts))
+        changes = self._apply(name, dict.fromkeys(hosts), create=False)
         try:
             self.classes.delete(name)
         except placement_client.InUse as exc:
@@ -280,27 +327,39 @@ class Transitions:
 
     # --- writing ------------------------------------------------------------
 
-    def _apply(self, name, states, wanted):
-        """Make ``states[host].inventories[name]`` equal ``wanted[host]``
-        (None: absent) on every host, atomically where possible."""
+    def _apply(self, name, wanted, create):
+        """Make each host's inventory of ``name`` equal ``wanted[host]``
+        (None: absent), atomically where possible; return what changed.
+
+        Hosts without a reservation provider are created when ``create``
+        and skipped otherwise (nothing to remove there).
+        """
+        states = {}
+
+        def check():
+            states.clear()
+            states.update(self.providers.refresh(wanted, create=create))
+
         def plan():
             changes = []
-            for host, inventory in wanted.items():
-                state = self.providers.ensure([host])[host]
+            for host, state in states.items():
                 before = state.inventories.get(name)
-                if before != inventory and not (
-                        before and inventory and _same(before, inventory)):
+                after = wanted[host]
+                if before != after and not (
+                        before and after and _same(before, after)):
                     changes.append(Change(host, state.uuid, name, before,
-                                          inventory))
+                                          after))
             return changes
 
-        changes = plan()
-        if not changes:
+        check()
+        if not plan():
             return []
         if self._reshaper is not False and self.client.supports(
                 placement_client.RESHAPER):
             try:
-                self._with_retries(lambda: self._reshape(plan()))
+                changes = placement_client.retry_on_conflict(
+                    self.conflict_retries, lambda exc: check())(
+                        lambda: self._reshape(plan()))
                 self._reshaper = True
                 return changes
             except placement_client.Forbidden:
@@ -308,7 +367,7 @@ class Transitions:
                          'user (its policy wants the service role); writing '
                          'provider by provider.')
                 self._reshaper = False
-        return self._write_each(changes)
+        return self._write_each(plan())
 
     def _with_retries(self, write, provider_uuid=None):
         """Run ``write``; on a generation conflict re-read the provider
@@ -323,8 +382,9 @@ class Transitions:
             self.conflict_retries, reread)(write)
 
     def _reshape(self, changes):
+        """One POST /reshaper writing ``changes``; returns them."""
         if not changes:
-            return
+            return changes
         targets = {}
         for change in changes:
             state = self._state(change.host)
@@ -342,6 +402,7 @@ class Transitions:
             # two generations, or one when the final inventory is empty.
             state.generation += 2 if inventories else 1
             state.inventories = inventories
+        return changes
 
     def _write_each(self, changes):
         written = []
@@ -363,11 +424,21 @@ class Transitions:
             LOG.error('%d of %d inventory writes failed (%s); rolling back '
                       'the %d written.', len(errors), len(changes),
                       errors[0], len(written))
-            for change in written:
-                self._with_retries(lambda c=change: self._put(
-                    c.host, c.resource_class, c.before), change.provider_uuid)
+            self._roll_back(written)
             raise errors[0]
         return changes
+
+    def _roll_back(self, written):
+        """Undo every written change; one that cannot be undone is logged
+        with its reason and the others are still undone."""
+        for change in written:
+            try:
+                self._with_retries(lambda c=change: self._put(
+                    c.host, c.resource_class, c.before), change.provider_uuid)
+            except Exception as exc:
+                LOG.error('Could not roll back %s on %s (%s -> %s): %s',
+                          change.resource_class, change.host, change.after,
+                          change.before, exc)
 
     def _put(self, host, name, inventory):
         state = self._state(host)

@@ -183,7 +183,7 @@ class _TransitionBehaviour:
         self.transitions.start(self.reservation, self.wanted)
         for host, total in self.wanted.items():
             inventory = self.inventory_of(host)['inventories'][self.rc]
-            self.assertEqual((total, 1, total, 1, 1.0), (
+            self.assertEqual((total, 1, 1, 1, 1.0), (
                 inventory['total'], inventory['min_unit'],
                 inventory['max_unit'], inventory['step_size'],
                 inventory['allocation_ratio']))
@@ -198,7 +198,35 @@ class _TransitionBehaviour:
         changes, calls = self.calls(self.transitions.start,
                                     self.reservation, self.wanted)
         self.assertEqual([], changes)
-        self.assertEqual(1, calls)  # the idempotent PUT of the class
+        self.assertEqual(2, calls)  # PUT the class, list the providers
+
+    def test_lease_started_by_another_writer_is_ended(self):
+        other_transitions = reservations.Transitions(self.new_client())
+        other_transitions.start(self.reservation, self.wanted)
+        changes = self.transitions.end(self.reservation, self.names)
+        self.assertEqual(sorted(self.names), sorted(c.host for c in changes))
+        for host in self.names:
+            self.assertNotIn(self.rc, self.inventory_of(host)['inventories'])
+
+    def test_start_already_done_by_another_writer_reports_no_change(self):
+        reservations.Transitions(self.new_client()).start(self.reservation,
+                                                          self.wanted)
+        self.assertEqual([], self.transitions.start(self.reservation,
+                                                    self.wanted))
+
+    def test_provider_removed_elsewhere_is_created_again_on_start(self):
+        host = self.names[3]
+        gone = self.transitions.providers.ensure([host])[host]
+        self.other.delete('/resource_providers/%s' % gone.uuid)
+        self.transitions.start(self.reservation, self.wanted)
+        self.assertEqual(self.wanted[host], self.inventory_of(host)[
+            'inventories'][self.rc]['total'])
+
+    def test_end_on_a_host_without_provider_creates_none(self):
+        host, = self.compute_nodes(1)
+        self.assertEqual([], self.transitions.end(self.reservation, [host]))
+        self.assertEqual([], self.other.get(
+            '/resource_providers?name=blazar_' + host)['resource_providers'])
 
     def test_end_removes_the_inventories_and_the_class(self):
         self.transitions.start(self.reservation, self.wanted)
@@ -256,13 +284,32 @@ class _TransitionBehaviour:
     #: were. Provider by provider, a rollback restores the inventories.
     unchanged = staticmethod(lambda inventory: inventory)
 
+    def inject_before_first_write(self, event):
+        """Run ``event`` once, just before our first inventory write (the
+        reshaper, or the first per-provider PUT): an outside change at a
+        precise moment, on the real Placement."""
+        real = {'post': self.client.post, 'put': self.client.put}
+        fired = []
+
+        def wrap(method):
+            def call(url, json=None, **kwargs):
+                if not fired and ('/reshaper' in url or
+                                  url.endswith('/inventories')):
+                    fired.append(url)
+                    event()
+                return real[method](url, json=json, **kwargs)
+            return call
+
+        self.client.post, self.client.put = wrap('post'), wrap('put')
+
     def test_failure_part_way_leaves_placement_as_before(self):
         before = {h: self.unchanged(self.inventory_of(h))
                   for h in self.names}
         doomed = self.transitions.providers.ensure([self.names[7]])[
             self.names[7]]
-        self.other.delete('/resource_providers/%s' % doomed.uuid)
-        self.assertRaises(placement_client.PlacementError,
+        self.inject_before_first_write(lambda: self.other.delete(
+            '/resource_providers/%s' % doomed.uuid))
+        self.assertRaises(placement_client.NotFound,
                           self.transitions.start, self.reservation,
                           self.wanted)
         for host in self.names[:7] + self.names[8:]:
@@ -273,16 +320,16 @@ class _TransitionBehaviour:
 class TestLeaseTransitions(_TransitionBehaviour, PlacementTestCase):
     """With POST /reshaper: every host in one atomic call."""
 
-    def test_start_costs_two_calls_whatever_the_number_of_hosts(self):
+    def test_start_costs_three_calls_whatever_the_number_of_hosts(self):
         _, calls = self.calls(self.transitions.start, self.reservation,
                               self.wanted)
-        self.assertEqual(2, calls)  # PUT the class, POST /reshaper
+        self.assertEqual(3, calls)  # PUT class, list providers, reshaper
 
-    def test_end_costs_two_calls_whatever_the_number_of_hosts(self):
+    def test_end_costs_three_calls_whatever_the_number_of_hosts(self):
         self.transitions.start(self.reservation, self.wanted)
         _, calls = self.calls(self.transitions.end, self.reservation,
                               self.names)
-        self.assertEqual(2, calls)  # POST /reshaper, DELETE the class
+        self.assertEqual(3, calls)  # list providers, reshaper, DELETE class
 
 
 class TestTransitionsWithoutReshaper(_TransitionBehaviour,
@@ -296,6 +343,40 @@ class TestTransitionsWithoutReshaper(_TransitionBehaviour,
     def test_reshaper_refusal_is_remembered(self):
         self.transitions.start(self.reservation, self.wanted)
         self.assertIs(False, self.transitions._reshaper)
+
+    def test_rollback_goes_on_past_a_write_it_cannot_undo(self):
+        transitions = reservations.Transitions(self.client,
+                                               max_concurrency=1)
+        states = transitions.providers.ensure(self.names[:6])
+        first, last = states[self.names[0]], states[self.names[5]]
+        real_put = self.client.put
+        injected = []
+
+        def put(url, json=None, **kwargs):
+            # Fault injection at a precise moment, on the real Placement:
+            # right after the first host is written, an instance lands on
+            # it (so it cannot be undone) and the last host's provider is
+            # deleted (so its write fails).
+            response = real_put(url, json=json, **kwargs)
+            if first.uuid in url and not injected:
+                injected.append(url)
+                self.other.put('/allocations/%s' % uuid.uuid4(), json={
+                    'allocations': {first.uuid: {'resources': {self.rc: 1}}},
+                    'project_id': str(uuid.uuid4()),
+                    'user_id': str(uuid.uuid4()),
+                    'consumer_generation': None,
+                    'consumer_type': 'INSTANCE'})
+                self.other.delete('/resource_providers/%s' % last.uuid)
+            return response
+
+        self.client.put = put
+        self.assertRaises(placement_client.NotFound, transitions.start,
+                          self.reservation,
+                          {h: 1 for h in self.names[:6]})
+        for host in self.names[1:5]:
+            self.assertNotIn(self.rc, self.inventory_of(host)['inventories'])
+        self.assertIn(self.rc,
+                      self.inventory_of(self.names[0])['inventories'])
 
 
 class TestConcurrentWriters(PlacementTestCase):
