@@ -40,17 +40,15 @@ instead of failing with "database is locked". In-memory SQLite
 
 Run it as a server (used by the ``PlacementServer`` test fixture)::
 
-    python -m placement_quota.placement.embedded --host 127.0.0.1 --port 0 \\
+    python -m placement_quota.cmd.embedded_placement --port 0 \\
         --connection sqlite:////path/to/placement.sqlite
 
 which prints one line ``LISTENING http://127.0.0.1:PORT`` on stdout once
 bound.
 """
 
-import argparse
 import atexit
 import contextlib
-import logging as py_logging
 import os
 import queue
 import shutil
@@ -60,7 +58,6 @@ import sys
 import tempfile
 import threading
 import time
-import warnings
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -229,7 +226,7 @@ def serve_in_thread(connection, host='127.0.0.1'):
 class ServerProcess:
     """The embedded Placement as a child process on a loopback port.
 
-    ``python -m placement_quota.placement.embedded`` on a fresh SQLite
+    ``python -m placement_quota.cmd.embedded_placement`` on a fresh SQLite
     database in ``state_dir`` (a new temporary directory, removed by
     :meth:`stop`, when not given). The child exits when our end of its
     stdin closes, so it never outlives this process. Used by the test
@@ -251,7 +248,7 @@ class ServerProcess:
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
             p for p in (root, os.environ.get('PYTHONPATH')) if p))
         self.process = subprocess.Popen(
-            [sys.executable, '-m', 'placement_quota.placement.embedded',
+            [sys.executable, '-m', 'placement_quota.cmd.embedded_placement',
              '--host', '127.0.0.1', '--port', '0', '--exit-on-stdin-eof',
              '--connection', sqlite_connection(self.state_dir)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -313,55 +310,3 @@ class ServerProcess:
 def loaded_connection():
     """Return the database URL of this process's Placement, or None."""
     return _connection
-
-
-def main(argv=None):
-    """Serve the embedded Placement over HTTP until interrupted."""
-    from placement_quota import wsgi_server
-
-    parser = argparse.ArgumentParser(
-        prog='python -m placement_quota.placement.embedded',
-        description='Serve the real Placement API (noauth2, SQLite).')
-    parser.add_argument('--host', default='127.0.0.1')
-    parser.add_argument('--port', type=int, default=0,
-                        help='0 (the default) picks a free port')
-    parser.add_argument('--connection',
-                        help='database URL (default: %s in --state-dir)'
-                        % DB_FILENAME)
-    parser.add_argument('--state-dir', default='.',
-                        help='where the default SQLite file lives')
-    parser.add_argument('--threads', type=int, default=16)
-    parser.add_argument('--exit-on-stdin-eof', action='store_true',
-                        help='exit when stdin closes (i.e. the parent died)')
-    parser.add_argument('--debug', action='store_true')
-    args = parser.parse_args(argv)
-
-    py_logging.basicConfig(
-        stream=sys.stderr,
-        level=py_logging.DEBUG if args.debug else py_logging.WARNING,
-        format='%(asctime)s %(levelname)s %(name)s %(message)s')
-    if not args.debug:
-        warnings.simplefilter('ignore')
-
-    app = get_app(args.connection or sqlite_connection(args.state_dir))
-    server = wsgi_server.WSGIServer(app, args.host, args.port,
-                                    threads=args.threads,
-                                    server_name='placement-embedded')
-    if args.exit_on_stdin_eof:
-        def _watch_stdin():
-            sys.stdin.read()
-            os._exit(0)
-        threading.Thread(target=_watch_stdin, daemon=True).start()
-
-    def on_ready(srv):
-        print(LISTENING, srv.url, flush=True)
-
-    try:
-        server.serve_forever(on_ready=on_ready)
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())

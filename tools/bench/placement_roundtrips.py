@@ -13,7 +13,7 @@
 host add, lease start and lease end on N hosts, ours vs Blazar's client.
 
 For each ``--hosts`` value, a fresh real Placement (the embedded server,
-``python -m placement_quota.placement.embedded``, noauth2) runs in a
+``python -m placement_quota.cmd.embedded_placement``, noauth2) runs in a
 subprocess on 127.0.0.1 with a new SQLite database in a temporary
 directory. 2N compute node providers with VCPU inventory are created
 (not timed); our code and stock Blazar's ``BlazarPlacementClient`` then

@@ -1,0 +1,79 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Serve the embedded Placement (real openstack-placement code on SQLite,
+noauth2) on a port, for tests, benchmarks and developers::
+
+    python -m placement_quota.cmd.embedded_placement --port 0
+
+prints one line ``LISTENING http://127.0.0.1:PORT`` on stdout once bound.
+"""
+
+import argparse
+import logging as py_logging
+import os
+import sys
+import threading
+import warnings
+
+from placement_quota.placement import embedded
+from placement_quota import wsgi_server
+
+
+def main(argv=None):
+    """Serve the embedded Placement over HTTP until interrupted."""
+    parser = argparse.ArgumentParser(
+        prog='python -m placement_quota.cmd.embedded_placement',
+        description='Serve the real Placement API (noauth2, SQLite).')
+    parser.add_argument('--host', default='127.0.0.1')
+    parser.add_argument('--port', type=int, default=0,
+                        help='0 (the default) picks a free port')
+    parser.add_argument('--connection',
+                        help='database URL (default: %s in --state-dir)'
+                        % embedded.DB_FILENAME)
+    parser.add_argument('--state-dir', default='.',
+                        help='where the default SQLite file lives')
+    parser.add_argument('--threads', type=int, default=16)
+    parser.add_argument('--exit-on-stdin-eof', action='store_true',
+                        help='exit when stdin closes (i.e. the parent died)')
+    parser.add_argument('--debug', action='store_true')
+    args = parser.parse_args(argv)
+
+    py_logging.basicConfig(
+        stream=sys.stderr,
+        level=py_logging.DEBUG if args.debug else py_logging.WARNING,
+        format='%(asctime)s %(levelname)s %(name)s %(message)s')
+    if not args.debug:
+        warnings.simplefilter('ignore')
+
+    app = embedded.get_app(args.connection or
+                           embedded.sqlite_connection(args.state_dir))
+    server = wsgi_server.WSGIServer(app, args.host, args.port,
+                                    threads=args.threads,
+                                    server_name='placement-embedded')
+    if args.exit_on_stdin_eof:
+        def _watch_stdin():
+            sys.stdin.read()
+            os._exit(0)
+        threading.Thread(target=_watch_stdin, daemon=True).start()
+
+    def on_ready(srv):
+        print(embedded.LISTENING, srv.url, flush=True)
+
+    try:
+        server.serve_forever(on_ready=on_ready)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
