@@ -189,7 +189,8 @@ def _check_keystone_authtoken(conf):
 
 def make_app(conf, chain):
     """The enforcement service WSGI app for ``conf``, running ``chain``."""
-    public = Router(public_routes())
+    documents = public_routes()
+    public = Router(documents)
     protected = Router(enforcement_routes(chain,
                                           conf.api.max_request_body_size))
     if conf.api.auth_strategy == 'keystone':
@@ -197,6 +198,6 @@ def make_app(conf, chain):
             ServiceRoleCheck(protected, conf.api.service_roles),
             {'oslo_config_config': conf})
         _check_keystone_authtoken(conf)
-    apps = dict.fromkeys(public_routes(), public)
+    apps = dict.fromkeys(documents, public)
     apps['/healthcheck'] = healthcheck.Healthcheck(None, {'backends': ''})
     return RequestId(FaultBarrier(Dispatcher(apps, protected)))

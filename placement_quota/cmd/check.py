@@ -62,7 +62,7 @@ class _Check(show.ShowOne):
                                   % exc)
             self.exit_status = BAD_INPUT
             return ('decision', 'message'), ('invalid', str(exc))
-        chain, _ = serve.build(self.app.conf)
+        chain = serve.load_chain(self.app.conf)
         columns = ('decision', 'filter', 'message', 'filters run')
         try:
             chain.run(request)

@@ -26,12 +26,17 @@ from placement_quota import wsgi_server
 LOG = logging.getLogger(__name__)
 
 
-def build(conf):
-    """The filter chain and WSGI app for ``conf``; clear errors if not."""
+def load_chain(conf):
+    """The filter chain for ``conf``, or exit 2 saying why not."""
     try:
-        chain = chain_mod.FilterChain(conf)
+        return chain_mod.FilterChain(conf)
     except (chain_mod.FilterLoadError, ValueError) as exc:
         main.fail('cannot load the enforcement filters: %s' % exc)
+
+
+def build(conf):
+    """The filter chain and WSGI app for ``conf``; clear errors if not."""
+    chain = load_chain(conf)
     try:
         return chain, api_app.make_app(conf, chain)
     except ValueError as exc:

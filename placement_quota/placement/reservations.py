@@ -126,23 +126,16 @@ class ReservationProviders:
 
     def ensure(self, hosts):
         """Make sure each host has its reservation provider; return
-        ``{host: ProviderState}``. Idempotent; one listing call plus one
-        creation per missing provider.
+        ``{host: ProviderState}``. Idempotent: no call when every host is
+        known, otherwise :meth:`refresh` (one listing call plus one
+        creation per missing provider).
 
         :raises HostNotFound: naming the hosts without a compute node
             provider.
         """
         hosts = list(dict.fromkeys(hosts))
-        missing = [h for h in hosts if h not in self._by_host]
-        if missing:
-            by_name = self._all_by_name()
-            unknown = [h for h in missing if h not in by_name]
-            if unknown:
-                raise HostNotFound(
-                    'No compute node resource provider named %s in '
-                    'Placement' % ', '.join(sorted(unknown)))
-            for host in missing:
-                self._adopt_or_create(host, by_name)
+        if any(h not in self._by_host for h in hosts):
+            return self.refresh(hosts)
         return {h: self._by_host[h] for h in hosts}
 
     def refresh(self, hosts, create=True):
@@ -345,8 +338,7 @@ class Transitions:
             for host, state in states.items():
                 before = state.inventories.get(name)
                 after = wanted[host]
-                if before != after and not (
-                        before and after and _same(before, after)):
+                if not _same(before, after):
                     changes.append(Change(host, state.uuid, name, before,
                                           after))
             return changes
@@ -463,6 +455,8 @@ def _set(inventories, name, inventory):
 
 
 def _same(a, b):
-    """Equal inventories, whatever defaults Placement filled in."""
-    keys = set(a) & set(b)
-    return all(a[k] == b[k] for k in keys)
+    """Equal inventories (None: absent), whatever defaults Placement
+    filled in."""
+    if a is None or b is None:
+        return a is b
+    return all(a[k] == b[k] for k in set(a) & set(b))

@@ -111,6 +111,14 @@ class TestCheck(CLITestCase):
         self.assertIn('"tomorrow"', result.stderr)
         self.assertNotIn('Traceback', result.stderr)
 
+    def test_check_does_not_need_the_apis_auth_settings(self):
+        config = self.config('[api]\nauth_strategy = keystone\n')
+        result = command('check', 'create', '-f', 'value', '-c', 'decision',
+                         self.write('lease.json', spec.check_create()),
+                         config=config)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual('allowed', result.stdout.strip())
+
     def test_missing_file_exits_two_without_traceback(self):
         result = command('check', 'create',
                          os.path.join(self.dir, 'missing.json'))
