@@ -17,9 +17,10 @@ from placement_quota.conf import api
 from placement_quota.conf import enforcement
 from placement_quota.conf import external
 from placement_quota.conf import keystone
+from placement_quota.conf import limits
 from placement_quota.conf import placement
 
-MODULES = (api, enforcement, external, keystone, placement)
+MODULES = (api, enforcement, external, keystone, limits, placement)
 
 
 def register_opts(conf):

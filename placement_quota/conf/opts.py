@@ -15,6 +15,7 @@ from placement_quota.conf import api
 from placement_quota.conf import enforcement
 from placement_quota.conf import external
 from placement_quota.conf import keystone
+from placement_quota.conf import limits
 from placement_quota.conf import placement
 
 
@@ -28,7 +29,7 @@ def list_opts():
             if opt not in filter_opts:
                 filter_opts.append(opt)
     groups = {}
-    for module in (api, enforcement, external, keystone, placement):
+    for module in (api, enforcement, external, keystone, limits, placement):
         groups.update(module.list_opts())
     groups[enforcement.GROUP] = (list(groups[enforcement.GROUP]) +
                                  filter_opts)
