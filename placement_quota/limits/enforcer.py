@@ -215,12 +215,12 @@ class Enforcer:
         """``{resource: (project usage, tree usage)}`` by the configured
         path (in the naive one, in-flight claims are not included)."""
         self._prepare(project_id)
-        family = self._family(project_id)
         if self.aggregate:
             with self.tree.lock:
                 return {r: (self.tree.usage(project_id, r),
                             self._tree_usage_tracked(project_id, r))
                         for r in resources}
+        family = self._family(project_id)
         read = self._read_usage(family, list(resources))
         return {r: ((read.get(project_id) or {}).get(r, 0),
                     sum((read.get(p) or {}).get(r, 0) for p in family))
@@ -260,11 +260,11 @@ class Enforcer:
     def _verify(self, project_id, deltas):
         """Refuse if the tree is now over its limits (our claim counted)."""
         self._prepare(project_id)
-        family = self._family(project_id)
         resources = [r for r, d in deltas.items() if d > 0]
         if not resources:
             return
         if self._read_usage is not None:
+            family = self._family(project_id)
             # What the usage source says now: the claim's own resources
             # (created by the block) and whatever other requests added.
             # Tracked aggregates are left alone; rebuild() resyncs them.
