@@ -8,6 +8,18 @@ cd "$(dirname "$0")/.."
 venv=${PQ_VENV:-.venv}
 tools/install.sh --test || { echo "0 passed, 1 failed (install)"; exit 1; }
 
+# Debian packages the tests need: Graphviz's `dot` (tree show --output
+# x.png). Installed only when missing and apt-get is there; otherwise those
+# tests skip.
+if ! command -v dot >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing the Debian package graphviz (for the PNG tests)..."
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q graphviz >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 \
+             && apt-get install -y -q graphviz >/dev/null; } \
+        || echo "Could not install graphviz: the PNG tests will skip."
+fi
+
 # stevedore caches entry points per user; a fresh cache per run keeps a
 # stale one (from an older checkout) out of the tests.
 cache=$(mktemp -d)

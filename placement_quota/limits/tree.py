@@ -156,7 +156,7 @@ class ProjectTree:
         project's usage, with aggregates computed.
         """
         tree = cls(unregistered_limit=unregistered_limit)
-        found = check(data)
+        found = check(data, unregistered_limit)
         rule_breaks = [v for v in found
                        if not isinstance(v, errors.UsageOverLimit)]
         if rule_breaks and strict:
@@ -429,8 +429,11 @@ def _valid_limit(value):
     return True
 
 
-def check(data):
+def check(data, unregistered_limit=0):
     """Every violation of the strict two-level rules in ``data``.
+
+    ``unregistered_limit`` is the limit of a resource with neither a
+    registered nor an explicit limit (see :class:`ProjectTree`).
 
     Returns a list of errors (not raised), in a stable order: hierarchy
     (unknown parents, cycles, depth), then invalid limit values, then
@@ -480,7 +483,8 @@ def check(data):
                 found.append(errors.InvalidLimitValue(project_id, resource,
                                                       value))
     tree = ProjectTree(registered_limits={
-        r: v for r, v in data.registered_limits.items() if _valid_limit(v)})
+        r: v for r, v in data.registered_limits.items() if _valid_limit(v)},
+        unregistered_limit=unregistered_limit)
     _populate(tree, data)
     for project_id in sorted(tree._nodes):
         node = tree._nodes[project_id]
