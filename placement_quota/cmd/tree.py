@@ -23,6 +23,7 @@ import os
 
 from cliff import command
 from cliff import lister
+from keystoneauth1 import exceptions as ks_exceptions
 
 from placement_quota.cmd import main
 from placement_quota.identity import limits as identity_limits
@@ -31,6 +32,8 @@ from placement_quota.limits import errors
 from placement_quota.limits import render
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
+from placement_quota.placement import client as placement_client
+from placement_quota.placement import usage as placement_usage
 
 CLEAN, VIOLATIONS, BAD_INPUT = 0, 1, main.BAD_INPUT
 
@@ -45,6 +48,13 @@ def _add_source_arguments(parser):
         '--limits-file', metavar='PATH',
         help='Read this limits file (YAML or JSON, the format of [limits] '
              'limits_file) instead of the source configured in [limits].')
+    parser.add_argument(
+        '--usage-from', choices=('source', 'placement'), default='source',
+        help='Where usage comes from: the limits source (the usage section '
+             'of a limits file; none from Keystone), or Placement\'s '
+             'GET /usages of each project ([placement] options; "class:VCPU" '
+             'and bare resource class names, and "servers" as INSTANCE '
+             'consumers). Default: source.')
 
 
 def load_data(app, parsed_args):
@@ -59,13 +69,32 @@ def load_data(app, parsed_args):
         conf.set_override('limits_file', parsed_args.limits_file,
                           group='limits')
     try:
-        return identity_limits.source_from_conf(conf).load()
+        data = identity_limits.source_from_conf(conf).load()
     except sources.SourceError as exc:
         main.fail('cannot read the limits: %s' % exc)
     except identity_projects.KeystoneNotConfigured as exc:
         main.fail('cannot read the limits from Keystone: %s' % exc)
     except ValueError as exc:
         main.fail('bad limits configuration: %s' % exc)
+    if getattr(parsed_args, 'usage_from', 'source') == 'placement':
+        data.usage = _placement_usage(conf, data)
+    return data
+
+
+def _placement_usage(conf, data):
+    """Every project's usage of every limited resource, from Placement."""
+    resources = set(data.registered_limits)
+    for project in data.projects.values():
+        resources.update(project.limits)
+    try:
+        client = placement_client.PlacementClient.from_conf(conf)
+        return placement_usage.PlacementUsage(
+            client, conf.placement.max_concurrency).get_usage(
+                sorted(data.projects), sorted(resources))
+    except placement_client.PlacementError as exc:
+        main.fail('cannot read usages from Placement: %s' % exc)
+    except ks_exceptions.ClientException as exc:
+        main.fail('cannot reach Placement: %s' % exc)
 
 
 class TreeCheck(lister.Lister):

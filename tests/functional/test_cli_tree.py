@@ -15,7 +15,11 @@ runs them, on limits files in the notation of specs/002."""
 import json
 import os
 import shutil
+import uuid
 
+from placement_quota.placement import client as placement_client
+from placement_quota.placement import embedded
+from tests.fixtures import placement as placement_fixtures
 from tests.functional import test_cli
 
 command = test_cli.command
@@ -221,3 +225,65 @@ class TestTreeShow(TreeTestCase):
                          self.limits(SPEC.replace('{cores: 20}',
                                                   '{cores: ten}')))
         self.assertBadInput(result, 'projects/A/limits/cores')
+
+
+class TestUsageFromPlacement(TreeTestCase):
+    """``--usage-from placement``: u= read from a real Placement server
+    (noauth2, reached with keystoneauth's admin_token plugin)."""
+
+    def setUp(self):
+        super().setUp()
+        server = self.useFixture(placement_fixtures.PlacementServer())
+        self.placement = placement_client.PlacementClient.from_endpoint(
+            server.endpoint, embedded.NOAUTH_HEADERS)
+        provider = self.placement.post('/resource_providers', json={
+            'name': 'cn-%s' % uuid.uuid4().hex[:12]}).json()
+        self.placement.put(
+            '/resource_providers/%s/inventories' % provider['uuid'],
+            json={'resource_provider_generation': provider['generation'],
+                  'inventories': {'VCPU': {'total': 64}}})
+        self.provider = provider['uuid']
+        self.root = 'root-%s' % uuid.uuid4().hex[:8]
+        self.child = 'child-%s' % uuid.uuid4().hex[:8]
+        self.conf = self.config(
+            '[placement]\nauth_type = admin_token\nendpoint = %s\n'
+            'token = admin\n' % server.endpoint)
+        self.file = self.limits(
+            'registered_limits: {class:VCPU: 10}\n'
+            'projects:\n  %s: {limits: {class:VCPU: 12}}\n'
+            '  %s: {parent: %s}\n' % (self.root, self.child, self.root))
+
+    def allocate(self, project_id, vcpus):
+        self.placement.put('/allocations/%s' % uuid.uuid4(), json={
+            'allocations': {self.provider: {'resources': {'VCPU': vcpus}}},
+            'project_id': project_id, 'user_id': 'someone',
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+
+    def test_show_prints_the_usage_placement_holds(self):
+        self.allocate(self.root, 3)
+        self.allocate(self.child, 7)
+        result = command('tree', 'show', self.child, '--limits-file',
+                         self.file, '--usage-from', 'placement',
+                         config=self.conf)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertIn('%s (l=12, u=3)  tree u=10/12' % self.root,
+                      result.stdout)
+        self.assertIn('%s (u=7)' % self.child, result.stdout)
+
+    def test_check_finds_a_tree_over_its_limit_in_placement(self):
+        self.allocate(self.root, 6)
+        self.allocate(self.child, 9)
+        result = command('tree', 'check', '-f', 'json', '--limits-file',
+                         self.file, '--usage-from', 'placement',
+                         config=self.conf)
+        self.assertEqual(1, result.returncode, result.stderr)
+        self.assertEqual([('usage', self.root, 12, 15)], [
+            (r['Rule'], r['Project'], r['Limit'], r['Value'])
+            for r in json.loads(result.stdout)])
+
+    def test_an_unreachable_placement_exits_two_without_traceback(self):
+        conf = self.config('[placement]\nauth_type = admin_token\n'
+                           'endpoint = http://127.0.0.1:9\ntoken = admin\n')
+        result = command('tree', 'show', self.root, '--limits-file',
+                         self.file, '--usage-from', 'placement', config=conf)
+        self.assertBadInput(result, 'Placement')
