@@ -18,6 +18,7 @@ from openstack import exceptions as sdk_exceptions
 from oslo_log import log as logging
 
 from placement_quota.identity import projects
+from placement_quota.limits import enforcer as enforcer_mod
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
 
@@ -57,6 +58,23 @@ def source_from_conf(conf):
     if group.cache_ttl:
         source = sources.CachingSource(source, group.cache_ttl)
     return source
+
+
+def enforcer_from_conf(conf, usage=None, source=None):
+    """An :class:`~placement_quota.limits.Enforcer` as ``[limits]`` says:
+    its source (:func:`source_from_conf` unless ``source`` is given),
+    ``usage_calculation``, ``verify_claims`` and
+    ``unregistered_resource_limit``.
+
+    ``usage`` is the usage callback or ``get_usage`` object; the naive
+    calculation needs one (ValueError otherwise).
+    """
+    group = conf.limits
+    return enforcer_mod.Enforcer(
+        source if source is not None else source_from_conf(conf),
+        usage=usage, aggregate=group.usage_calculation == 'aggregate',
+        verify=group.verify_claims,
+        unregistered_limit=group.unregistered_resource_limit)
 
 
 class KeystoneLimitSource(sources.LimitSource):

@@ -190,3 +190,32 @@ class TestSourceFromConf(FileTestCase):
     def test_a_cache_ttl_wraps_the_source(self):
         source = identity_limits.source_from_conf(self.conf(cache_ttl=60))
         self.assertIsInstance(source, sources.CachingSource)
+
+
+class TestEnforcerFromConf(testtools.TestCase):
+
+    def conf(self, **overrides):
+        conf = pq_conf.new_config(config_files=[])
+        for name, value in overrides.items():
+            conf.set_override(name, value, 'limits')
+        return conf
+
+    def test_the_defaults_give_the_aggregate_path_with_verify(self):
+        enforcer = identity_limits.enforcer_from_conf(self.conf())
+        self.assertEqual((True, True), (enforcer.aggregate, enforcer.verify))
+
+    def test_naive_calculation_and_no_verify_are_honoured(self):
+        enforcer = identity_limits.enforcer_from_conf(
+            self.conf(usage_calculation='naive', verify_claims=False),
+            usage=lambda project_id, resources: {})
+        self.assertEqual((False, False),
+                         (enforcer.aggregate, enforcer.verify))
+
+    def test_the_naive_calculation_without_usage_is_refused(self):
+        self.assertRaises(ValueError, identity_limits.enforcer_from_conf,
+                          self.conf(usage_calculation='naive'))
+
+    def test_the_unregistered_resource_limit_is_honoured(self):
+        enforcer = identity_limits.enforcer_from_conf(
+            self.conf(unregistered_resource_limit=-1))
+        self.assertIsNone(enforcer.enforce('anyone', {'gpus': 1000}))
