@@ -19,7 +19,6 @@ import logging
 import uuid
 
 import fixtures
-from keystoneauth1 import loading as ks_loading
 import testtools
 
 from placement_quota import conf as pq_conf
@@ -96,20 +95,9 @@ class TestExemptedProjectNames(ExemptionsTestCase):
         self.keystone = self.useFixture(keystone.KeystoneFixture())
         self.project = self.keystone.create_project()
         self.other = self.keystone.create_project()
-        ks_loading.register_auth_conf_options(self.conf, KEYSTONE)
-        self.conf.register_opts(
-            ks_loading.get_auth_plugin_conf_options('password'),
-            group=KEYSTONE)
-        for name, value in (
-                ('auth_type', 'password'),
-                ('auth_url', self.keystone.auth_url),
-                ('username', self.keystone.admin_username),
-                ('password', self.keystone.admin_password),
-                ('project_name', self.keystone.admin_project_name),
-                ('user_domain_name', self.keystone.user_domain_name),
-                ('project_domain_name', self.keystone.project_domain_name),
-                ('region_name', self.keystone.region_name)):
-            self.conf.set_override(name, value, KEYSTONE)
+        self.keystone.set_admin_options(self.conf, KEYSTONE)
+        self.conf.set_override('region_name', self.keystone.region_name,
+                               KEYSTONE)
 
     def test_name_at_domain_entry_is_exempted(self):
         chain = self.chain('%s@Default' % self.project.name)

@@ -19,7 +19,6 @@ so that tests sharing the Keystone never read each other's limits.
 import json
 
 import fixtures
-from keystoneauth1 import loading as ks_loading
 from openstack import connection
 import testtools
 
@@ -290,18 +289,7 @@ class TestServiceResolution(KeystoneLimitsTestCase):
     def test_from_conf_reads_limits_and_keystone_options(self):
         self.register('cores', 11)
         conf = pq_conf.new_config(config_files=[])
-        conf.register_opts(
-            ks_loading.get_auth_plugin_conf_options('password'),
-            group=KEYSTONE)
-        for name, value in (
-                ('auth_type', 'password'),
-                ('auth_url', self.keystone.auth_url),
-                ('username', self.keystone.admin_username),
-                ('password', self.keystone.admin_password),
-                ('project_name', self.keystone.admin_project_name),
-                ('user_domain_name', self.keystone.user_domain_name),
-                ('project_domain_name', self.keystone.project_domain_name)):
-            conf.set_override(name, value, KEYSTONE)
+        self.keystone.set_admin_options(conf, KEYSTONE)
         conf.set_override('source', 'keystone', 'limits')
         conf.set_override('service_id', self.service.id, 'limits')
         source = identity_limits.source_from_conf(conf)

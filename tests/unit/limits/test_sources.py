@@ -152,13 +152,17 @@ class TestCachingSource(testtools.TestCase):
                           sources.EmbeddedSource(), 0)
 
 
+def limits_conf(**overrides):
+    """A configuration with these ``[limits]`` options."""
+    conf = pq_conf.new_config(config_files=[])
+    for name, value in overrides.items():
+        conf.set_override(name, value, 'limits')
+    return conf
+
+
 class TestSourceFromConf(FileTestCase):
 
-    def conf(self, **overrides):
-        conf = pq_conf.new_config(config_files=[])
-        for name, value in overrides.items():
-            conf.set_override(name, value, 'limits')
-        return conf
+    conf = staticmethod(limits_conf)
 
     def test_the_default_is_embedded_with_no_cache(self):
         source = identity_limits.source_from_conf(self.conf())
@@ -194,11 +198,7 @@ class TestSourceFromConf(FileTestCase):
 
 class TestEnforcerFromConf(testtools.TestCase):
 
-    def conf(self, **overrides):
-        conf = pq_conf.new_config(config_files=[])
-        for name, value in overrides.items():
-            conf.set_override(name, value, 'limits')
-        return conf
+    conf = staticmethod(limits_conf)
 
     def test_the_defaults_give_the_aggregate_path_with_verify(self):
         enforcer = identity_limits.enforcer_from_conf(self.conf())
