@@ -24,6 +24,7 @@ import os
 from cliff import command
 from cliff import lister
 from keystoneauth1 import exceptions as ks_exceptions
+from oslo_config import cfg
 
 from placement_quota.cmd import main
 from placement_quota.identity import limits as identity_limits
@@ -81,6 +82,14 @@ def load_data(app, parsed_args):
     return data
 
 
+def unregistered_limit(conf):
+    """``[limits] unregistered_resource_limit``, or exit 2 if invalid."""
+    try:
+        return conf.limits.unregistered_resource_limit
+    except (cfg.Error, ValueError) as exc:
+        main.fail('bad limits configuration: %s' % exc)
+
+
 def _placement_usage(conf, data):
     """Every project's usage of every limited resource, from Placement."""
     resources = set(data.registered_limits)
@@ -113,7 +122,7 @@ class TreeCheck(lister.Lister):
     def take_action(self, parsed_args):
         data = load_data(self.app, parsed_args)
         found = tree_mod.check(
-            data, self.app.conf.limits.unregistered_resource_limit)
+            data, unregistered_limit(self.app.conf))
         if data.model != tree_mod.STRICT_TWO_LEVEL:
             self.app.stderr.write(
                 'placement-quota: note: the source\'s model is %s; these '
@@ -182,8 +191,7 @@ class TreeShow(command.Command):
         data = load_data(self.app, parsed_args)
         tree = tree_mod.ProjectTree.from_data(
             data, strict=False,
-            unregistered_limit=self.app.conf.limits
-            .unregistered_resource_limit)
+            unregistered_limit=unregistered_limit(self.app.conf))
         project_id = self._find(tree, data, parsed_args.project)
         resources = parsed_args.resources or self._resources(
             tree, data, project_id)

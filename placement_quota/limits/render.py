@@ -104,13 +104,13 @@ class _Facts:
             if tree_mod.exceeds(explicit, parent_limit):
                 self.problems.append('limit above %s\'s %s' % (
                     parent, _show(parent_limit)))
-        if tree_mod.exceeds(self.usage, self.limit):
+        if tree_mod.over(self.usage, self.limit):
             self.problems.append('usage over limit %s' % _show(self.limit))
         self.tree = None
         if self.is_root:
             total = tree.aggregate(project_id, resource)
             self.tree = 'tree u=%s/%s' % (total, _show(self.limit))
-            if tree_mod.exceeds(total, self.limit):
+            if tree_mod.over(total, self.limit):
                 self.problems.append('tree usage over limit %s'
                                      % _show(self.limit))
 

@@ -79,10 +79,15 @@ def min_limit(a, b):
 
 
 def exceeds(value, limit):
-    """Whether ``value`` (a limit or a usage) is above ``limit``."""
+    """Whether the limit ``value`` is above the limit ``limit``."""
     if limit == UNLIMITED:
         return False
     return value == UNLIMITED or value > limit
+
+
+def over(usage, limit):
+    """Whether ``usage`` (an amount, never unlimited) is above ``limit``."""
+    return limit != UNLIMITED and usage > limit
 
 
 @dataclasses.dataclass
@@ -194,6 +199,9 @@ class ProjectTree:
         Raises DuplicateProject, UnknownParent, DepthExceeded, or any error
         of :meth:`set_limit` for ``limits`` (then nothing is added).
         """
+        if not isinstance(project_id, str) or not project_id:
+            raise ValueError('project ID must be a non-empty string, not %r'
+                             % (project_id,))
         with self.lock:
             if project_id in self._nodes:
                 raise errors.DuplicateProject(project_id)
@@ -265,7 +273,28 @@ class ProjectTree:
         """Set the default limit of ``resource`` for every project."""
         check_limit_value(value, None, resource)
         with self.lock:
+            previous = self.registered_limits.get(resource)
             self.registered_limits[resource] = value
+            try:
+                for root in self.roots():
+                    if self._nodes[root].limits.get(resource) is None:
+                        self._check_children(root, resource)
+            except errors.ChildLimitExceedsParent:
+                if previous is None:
+                    del self.registered_limits[resource]
+                else:
+                    self.registered_limits[resource] = previous
+                raise
+
+    def _check_children(self, project_id, resource):
+        """ChildLimitExceedsParent if a child's explicit limit is above
+        the project's limit."""
+        limit = self.effective_limit(project_id, resource)
+        for child in self.graph.successors(project_id):
+            child_limit = self._nodes[child].limits.get(resource)
+            if child_limit is not None and exceeds(child_limit, limit):
+                raise errors.ChildLimitExceedsParent(
+                    child, project_id, resource, limit, child_limit)
 
     def explicit_limit(self, project_id, resource):
         """The project's own override for ``resource``, or None."""
@@ -294,9 +323,17 @@ class ProjectTree:
             node.limits[resource] = value
 
     def unset_limit(self, project_id, resource):
-        """Drop a project's override: it falls back to the default."""
+        """Drop a project's override: it falls back to the default (refused
+        if that would put a child's explicit limit above it)."""
         with self.lock:
-            self._node(project_id).limits.pop(resource, None)
+            limits = self._node(project_id).limits
+            previous = limits.pop(resource, None)
+            try:
+                self._check_children(project_id, resource)
+            except errors.ChildLimitExceedsParent:
+                if previous is not None:
+                    limits[resource] = previous
+                raise
 
     def default_limit(self, resource):
         return self.registered_limits.get(resource, self.unregistered_limit)
@@ -399,6 +436,28 @@ class ProjectTree:
                        if n.usage})
 
 
+def _parent_cycles(projects):
+    """Each loop of parent links, as its members from the smallest ID.
+
+    Every project has one parent at most, so following parents from each
+    project in turn finds every loop in linear time.
+    """
+    walked = {}
+    cycles = []
+    for start in sorted(projects):
+        path = []
+        current = start
+        while current in projects and current not in walked:
+            walked[current] = start
+            path.append(current)
+            current = projects[current].parent_id
+        if current in projects and walked[current] == start:
+            members = path[path.index(current):]
+            first = members.index(min(members))
+            cycles.append(members[first:] + members[:first])
+    return cycles
+
+
 def _populate(tree, data):
     """Add to ``tree`` the projects of ``data`` that fit the two-level shape
     (roots, then children of roots), their valid limits and their usage."""
@@ -411,10 +470,16 @@ def _populate(tree, data):
         parent = tree._nodes.get(project.parent_id)
         if parent is not None and parent.parent is None:
             tree._add(project.id, project.parent_id, project.name)
+    for project_id in sorted(data.usage):
+        if project_id not in projects:
+            # Usage of a project the data does not name: a root limited by
+            # the registered limits, as the embedded source treats it.
+            tree._add(project_id, None, None)
     for project_id, node in tree._nodes.items():
-        node.limits.update((r, v) for r, v in
-                           projects[project_id].limits.items()
-                           if _valid_limit(v))
+        if project_id in projects:
+            node.limits.update((r, v) for r, v in
+                               projects[project_id].limits.items()
+                               if _valid_limit(v))
         usage = data.usage.get(project_id)
         if usage:
             node.usage.update(usage)
@@ -443,7 +508,7 @@ def check(data, unregistered_limit=0):
     projects = data.projects
     graph = nx.DiGraph()
     graph.add_nodes_from(projects)
-    for project in projects.values():
+    for project in sorted(projects.values(), key=lambda p: p.id):
         if project.parent_id is None:
             continue
         if project.parent_id not in projects:
@@ -451,14 +516,7 @@ def check(data, unregistered_limit=0):
         else:
             graph.add_edge(project.parent_id, project.id)
     in_cycle = set()
-    for component in nx.weakly_connected_components(graph):
-        try:
-            cycle = nx.find_cycle(graph.subgraph(component))
-        except nx.NetworkXNoCycle:
-            continue
-        members = [edge[0] for edge in cycle]
-        start = members.index(min(members))
-        members = members[start:] + members[:start]
+    for members in _parent_cycles(projects):
         found.append(errors.HierarchyCycle(members))
         # Everything below a cycle has no root either.
         for member in members:
@@ -500,14 +558,14 @@ def check(data, unregistered_limit=0):
         for resource in sorted(set(node.usage) | set(node.aggregate)):
             limit = tree.effective_limit(project_id, resource)
             used = node.usage.get(resource, 0)
-            if exceeds(used, limit):
+            if over(used, limit):
                 found.append(errors.UsageOverLimit(
                     project_id, node.parent, resource, limit, used,
                     'project'))
             if node.parent is None and node.aggregate.get(resource, 0) \
                     != used:
                 total = node.aggregate.get(resource, 0)
-                if exceeds(total, limit):
+                if over(total, limit):
                     found.append(errors.UsageOverLimit(
                         project_id, None, resource, limit, total, 'tree'))
     return found

@@ -145,3 +145,59 @@ class TestSeparateEnforcers(testtools.TestCase):
         won, _ = race(enforcers, store)
         self.assertEqual(['B', 'C'], sorted(won))
         self.assertEqual(22, store.tree_total())
+
+
+class TestNaiveReadAndReserveAreOneStep(testtools.TestCase):
+    """A whole claim of another thread must not fit between a check's usage
+    read and its reservation (the naive path reads usage from the
+    service, so the read is slow and may be stale)."""
+
+    def test_a_claim_finishing_during_a_read_is_still_seen(self):
+        store = Store()
+        first_done = threading.Event()
+        reading = threading.Event()
+        slow_reader = {}
+
+        class Usage:
+            def get_usage(self, project_ids, resources):
+                found = {p: store(p, resources) for p in project_ids}
+                if slow_reader.get(threading.get_ident()):
+                    slow_reader.clear()
+                    reading.set()
+                    # Give the other claim every chance to run to its end
+                    # while this read is in flight.
+                    first_done.wait(0.5)
+                return found
+
+        enforcer = enforcer_mod.Enforcer(
+            sources.EmbeddedSource(last_two_cores()), usage=Usage(),
+            aggregate=False)
+        results = {}
+
+        def slow():
+            slow_reader[threading.get_ident()] = True
+            try:
+                with enforcer.claim('B', {CORES: 2}):
+                    store.add('B', 2)
+                results['B'] = 'in'
+            except errors.ProjectOverLimit:
+                results['B'] = 'refused'
+
+        def fast():
+            reading.wait(5)
+            try:
+                with enforcer.claim('C', {CORES: 2}):
+                    store.add('C', 2)
+                results['C'] = 'in'
+            except errors.ProjectOverLimit:
+                results['C'] = 'refused'
+            first_done.set()
+
+        threads = [threading.Thread(target=slow),
+                   threading.Thread(target=fast)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        self.assertEqual(['in', 'refused'], sorted(results.values()))
+        self.assertEqual(20, store.tree_total())

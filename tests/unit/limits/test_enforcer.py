@@ -11,6 +11,7 @@
 # under the License.
 """The enforcer: checks, claims, the flat model, usage sources."""
 
+import fixtures
 import testtools
 
 from placement_quota.limits import enforcer as enforcer_mod
@@ -312,3 +313,103 @@ class TestFreshLimits(testtools.TestCase):
         now[0] = 61
         self.assertRaises(errors.ProjectOverLimit, enforcer.enforce, 'B',
                           {CORES: 10})
+
+
+class TestReviewFindings(testtools.TestCase):
+    """Behaviours a review found missing, one per test."""
+
+    def test_a_project_first_seen_later_gets_its_usage_read(self):
+        store = UsageStore({'late': {CORES: 10}})
+        enforcer = enforcer_mod.Enforcer(
+            sources.EmbeddedSource(family_data()), usage=store)
+        self.assertRaises(errors.ProjectOverLimit, enforcer.enforce, 'late',
+                          {CORES: 1})
+
+    def test_a_resource_first_claimed_later_gets_its_usage_read(self):
+        store = UsageStore({'B': {'gpus': 2}})
+        data = family_data()
+        enforcer = enforcer_mod.Enforcer(sources.EmbeddedSource(data),
+                                         usage=store, unregistered_limit=3)
+        self.assertRaises(errors.ProjectOverLimit, enforcer.enforce, 'B',
+                          {'gpus': 2})
+
+    def test_rebuild_of_one_resource_keeps_the_others(self):
+        store = UsageStore({'B': {CORES: 4, RAM: 100}})
+        enforcer = enforcer_mod.Enforcer(
+            sources.EmbeddedSource(family_data()), usage=store)
+        enforcer.rebuild([CORES])
+        self.assertEqual(100, enforcer.tree.usage('B', RAM))
+
+    def test_rebuild_keeps_a_claim_in_flight_counted(self):
+        store = UsageStore({'B': {CORES: 4}})
+        enforcer = enforcer_mod.Enforcer(
+            sources.EmbeddedSource(family_data()), usage=store)
+
+        def failing():
+            with enforcer.claim('B', {CORES: 2}):
+                enforcer.rebuild()
+                raise RuntimeError('the work failed')
+        self.assertRaises(RuntimeError, failing)
+        self.assertEqual(4, enforcer.tree.usage('B', CORES))
+
+    def test_a_release_never_takes_usage_below_zero(self):
+        enforcer = enforcer_mod.Enforcer(sources.EmbeddedSource(
+            family_data()))
+        with enforcer.claim('B', {CORES: 2}):
+            pass
+        enforcer.release('B', {CORES: 5})
+        self.assertEqual(0, enforcer.tree.usage('B', CORES))
+        self.assertRaises(errors.ProjectOverLimit, enforcer.enforce, 'B',
+                          {CORES: 11})
+
+    def test_a_claim_of_a_negative_amount_is_refused(self):
+        enforcer = enforcer_mod.Enforcer(sources.EmbeddedSource(
+            family_data()))
+        error = self.assertRaises(ValueError, enforcer.claim, 'B',
+                                  {CORES: -5})
+        self.assertIn('cores=-5', str(error))
+
+    def test_a_project_id_that_is_not_a_string_is_refused(self):
+        enforcer = enforcer_mod.Enforcer(sources.EmbeddedSource(
+            family_data()))
+        self.assertRaises(ValueError, enforcer.enforce, None, {CORES: 1})
+        self.assertNotIn(None, enforcer.tree)
+
+    def test_the_flat_model_enforces_a_grandchild_on_its_own_limit(self):
+        data = family_data(tree_mod.FLAT)
+        data.projects['D'] = P('D', 'B', limits={CORES: 3})
+        enforcer = enforcer_mod.Enforcer(sources.EmbeddedSource(data))
+        enforcer.enforce('D', {CORES: 3})
+        self.assertRaises(errors.ProjectOverLimit, enforcer.enforce, 'D',
+                          {CORES: 4})
+
+    def test_a_named_project_with_an_unknown_parent_is_refused(self):
+        data = family_data()
+        data.projects['D'] = P('D', 'ghost')
+        enforcer = enforcer_mod.Enforcer(sources.EmbeddedSource(data))
+        error = self.assertRaises(errors.UnknownParent, enforcer.enforce,
+                                  'D', {CORES: 1})
+        self.assertEqual(('D', 'ghost'), (error.project_id, error.parent_id))
+
+    def test_adopting_a_third_level_is_refused_without_recursion(self):
+        source = CountingSource(tree_mod.LimitData(registered_limits={
+            CORES: 10}))
+        enforcer = enforcer_mod.Enforcer(source)
+        # Created since the load: a chain of 3000 projects.
+        for i in range(3000):
+            parent = None if i == 2999 else 'p%d' % (i + 1)
+            source._data.projects['p%d' % i] = P('p%d' % i, parent)
+        error = self.assertRaises(errors.DepthExceeded, enforcer.enforce,
+                                  'p0', {CORES: 1})
+        self.assertEqual(('p0', 'p1'), (error.project_id, error.parent_id))
+
+    def test_a_source_failure_at_verify_keeps_the_finished_claim(self):
+        source = CountingSource(family_data())
+        enforcer = enforcer_mod.Enforcer(source)
+        self.useFixture(fixtures.FakeLogger())
+
+        def outage(project_ids):
+            raise sources.SourceError('keystone down')
+        with enforcer.claim('B', {CORES: 4}):
+            source.refresh = outage
+        self.assertEqual(4, enforcer.tree.usage('B', CORES))

@@ -102,7 +102,10 @@ class TestProperties(testtools.TestCase):
                                       usage=store, aggregate=False)
         for project_id, resource, delta in steps:
             if delta < 0:
-                delta = -min(-delta, store(project_id, [resource])[resource])
+                amount = min(-delta, store(project_id, [resource])[resource])
+                aggregate.release(project_id, {resource: amount})
+                store.add(project_id, resource, -amount)
+                continue
             deltas = {resource: delta}
             decision = decide(aggregate, project_id, deltas)
             self.assertEqual(decision, decide(naive, project_id, deltas))
@@ -110,6 +113,35 @@ class TestProperties(testtools.TestCase):
                 with aggregate.claim(project_id, deltas):
                     pass
                 store.add(project_id, resource, delta)
+
+    @settings(max_examples=200, deadline=None)
+    @given(scenarios(), st.dictionaries(
+        st.sampled_from(['x0', 'x1', 'r0-c0']),
+        st.dictionaries(st.sampled_from(R), st.integers(0, 12)),
+        max_size=3), st.data())
+    def test_usage_read_from_a_source_decides_as_the_naive_path(
+            self, scenario, initial, draw):
+        # Usage the service already has, for named projects and for
+        # projects the limits source does not name (implicit roots), some
+        # of them first seen after the enforcer started.
+        data, steps = scenario
+        store = Store()
+        for project_id, usage in initial.items():
+            for resource, amount in usage.items():
+                store.add(project_id, resource, amount)
+        aggregate = enforcer_mod.Enforcer(sources.EmbeddedSource(data),
+                                          usage=store)
+        naive = enforcer_mod.Enforcer(sources.EmbeddedSource(data),
+                                      usage=store, aggregate=False)
+        projects = sorted(data.projects) + ['x0', 'x1']
+        for _, resource, delta in steps:
+            project_id = draw.draw(st.sampled_from(projects))
+            deltas = {resource: max(delta, 0)}
+            decision = decide(aggregate, project_id, deltas)
+            self.assertEqual(decision, decide(naive, project_id, deltas))
+            if not decision:
+                with aggregate.claim(project_id, deltas):
+                    store.add(project_id, resource, deltas[resource])
 
     @settings(max_examples=300, deadline=None)
     @given(scenarios())

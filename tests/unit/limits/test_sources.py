@@ -71,6 +71,18 @@ class TestLimitsFile(FileTestCase):
         self.assertIn('projects/A/limits/cores', str(error))
         self.assertIn("'ten'", str(error))
 
+    def test_a_float_limit_is_refused(self):
+        error = self.assertRaises(
+            sources.SourceError, sources.read_file,
+            self.write('registered_limits: {cores: 10.0}'))
+        self.assertIn('registered_limits/cores', str(error))
+
+    def test_a_numeric_project_id_is_named_among_other_errors(self):
+        error = self.assertRaises(sources.SourceError, sources.read_file,
+                                  self.write('projects: {1: {limits: {c: x}},'
+                                             ' A: {limits: {c: y}}}'))
+        self.assertIn("1 is not of type 'string'", str(error))
+
     def test_an_unknown_key_is_refused(self):
         error = self.assertRaises(sources.SourceError, sources.read_file,
                                   self.write('projets: {}'))

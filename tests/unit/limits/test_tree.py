@@ -160,6 +160,27 @@ class TestLimits(testtools.TestCase):
                                    self.tree.effective_limit('B', CORES)))
 
 
+class TestLimitChangesKeepTheRules(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.tree = tree_mod.ProjectTree({CORES: 10})
+        self.tree.add_project('A', limits={CORES: 20})
+        self.tree.add_project('B', 'A', limits={CORES: 15})
+
+    def test_unsetting_a_root_limit_under_a_childs_is_refused(self):
+        self.assertRaises(errors.ChildLimitExceedsParent,
+                          self.tree.unset_limit, 'A', CORES)
+        self.assertEqual(20, self.tree.explicit_limit('A', CORES))
+
+    def test_lowering_the_default_under_a_childs_limit_is_refused(self):
+        self.tree.add_project('Z')
+        self.tree.add_project('Y', 'Z', limits={CORES: 8})
+        self.assertRaises(errors.ChildLimitExceedsParent,
+                          self.tree.set_registered_limit, CORES, 5)
+        self.assertEqual(10, self.tree.default_limit(CORES))
+
+
 class TestUsage(testtools.TestCase):
 
     def setUp(self):
@@ -268,6 +289,27 @@ class TestCheck(testtools.TestCase):
             c=P('C', 'B'), d=P('D', 'nowhere')))
         self.assertEqual([('unknown-parent', 'D'), ('depth', 'C'),
                           ('child-limit', 'B')], found)
+
+    def test_usage_of_a_project_the_data_does_not_name_is_checked(self):
+        self.assertEqual([('usage', 'Q')], self.rules(data(
+            usage={'Q': {CORES: 50}})))
+
+    def test_the_order_does_not_depend_on_the_input_order(self):
+        forward = data(b=P('B', 'ghost'), c=P('C', 'spook'))
+        backward = data(c=P('C', 'spook'), b=P('B', 'ghost'))
+        self.assertEqual(self.rules(forward), self.rules(backward))
+
+    def test_a_cycle_of_three_names_its_three_members(self):
+        [error] = tree_mod.check(data(a=P('A', 'C'), b=P('B', 'A'),
+                                      c=P('C', 'B')))
+        self.assertEqual(['A', 'C', 'B'], error.project_ids)
+
+    def test_a_3000_deep_chain_is_checked_quickly(self):
+        projects = {'p%d' % i: P('p%d' % i, 'p%d' % (i + 1))
+                    for i in range(2999)}
+        projects['p2999'] = P('p2999')
+        found = tree_mod.check(tree_mod.LimitData(projects=projects))
+        self.assertEqual(2998, len(found))
 
     def test_strict_from_data_raises_the_first_violation(self):
         self.assertRaises(errors.DepthExceeded, tree_mod.ProjectTree.from_data,
