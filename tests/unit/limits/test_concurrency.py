@@ -174,23 +174,21 @@ class TestNaiveReadAndReserveAreOneStep(testtools.TestCase):
             aggregate=False)
         results = {}
 
+        def attempt(project_id):
+            try:
+                with enforcer.claim(project_id, {CORES: 2}):
+                    store.add(project_id, 2)
+                results[project_id] = 'in'
+            except errors.ProjectOverLimit:
+                results[project_id] = 'refused'
+
         def slow():
             slow_reader[threading.get_ident()] = True
-            try:
-                with enforcer.claim('B', {CORES: 2}):
-                    store.add('B', 2)
-                results['B'] = 'in'
-            except errors.ProjectOverLimit:
-                results['B'] = 'refused'
+            attempt('B')
 
         def fast():
             reading.wait(5)
-            try:
-                with enforcer.claim('C', {CORES: 2}):
-                    store.add('C', 2)
-                results['C'] = 'in'
-            except errors.ProjectOverLimit:
-                results['C'] = 'refused'
+            attempt('C')
             first_done.set()
 
         threads = [threading.Thread(target=slow),
