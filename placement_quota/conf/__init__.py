@@ -17,10 +17,11 @@ from placement_quota.conf import api
 from placement_quota.conf import enforcement
 from placement_quota.conf import external
 from placement_quota.conf import keystone
+from placement_quota.conf import ledger
 from placement_quota.conf import limits
 from placement_quota.conf import placement
 
-MODULES = (api, enforcement, external, keystone, limits, placement)
+MODULES = (api, enforcement, external, keystone, ledger, limits, placement)
 
 
 def register_opts(conf):
@@ -32,6 +33,18 @@ def register_opts(conf):
     from placement_quota import filters
     for cls in filters.all_filters:
         cls.register_opts(conf)
+
+
+def register_missing(conf):
+    """Register each of our groups that ``conf`` lacks (our filters run
+    inside blazar-manager get Blazar's configuration object)."""
+    from oslo_config import cfg
+
+    for module in MODULES:
+        try:
+            conf[module.GROUP.name]
+        except (cfg.NoSuchOptError, KeyError):
+            module.register_opts(conf)
 
 
 def new_config(args=(), config_files=None, use_stderr=False):

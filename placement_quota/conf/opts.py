@@ -15,6 +15,7 @@ from placement_quota.conf import api
 from placement_quota.conf import enforcement
 from placement_quota.conf import external
 from placement_quota.conf import keystone
+from placement_quota.conf import ledger
 from placement_quota.conf import limits
 from placement_quota.conf import placement
 
@@ -29,7 +30,8 @@ def list_opts():
             if opt not in filter_opts:
                 filter_opts.append(opt)
     groups = {}
-    for module in (api, enforcement, external, keystone, limits, placement):
+    for module in (api, enforcement, external, keystone, ledger, limits,
+                   placement):
         groups.update(module.list_opts())
     groups[enforcement.GROUP] = (list(groups[enforcement.GROUP]) +
                                  filter_opts)

@@ -13,14 +13,26 @@
 
 from placement_quota.filters.base import BaseFilter  # noqa: F401
 from placement_quota.filters.base import EnforcementDenied  # noqa: F401
+from placement_quota.filters.capacity import PlacementCapacityFilter
+from placement_quota.filters.credit import CreditFilter
 from placement_quota.filters.external import ExternalServiceFilter
+from placement_quota.filters.lease_count import LeaseCountFilter
 from placement_quota.filters.max_length import MaxLeaseDurationFilter
 from placement_quota.filters.max_length import \
     MaximumReservationLengthFilter
+from placement_quota.filters.nova_quota import NovaQuotaFilter
+from placement_quota.filters.size import ReservationSizeFilter
+from placement_quota.filters.tree_limit import ProjectTreeLimitFilter
 
 #: What ``[enforcement] available_filters`` finds by default.
 all_filters = [
     MaximumReservationLengthFilter,
     MaxLeaseDurationFilter,
     ExternalServiceFilter,
+    ReservationSizeFilter,
+    LeaseCountFilter,
+    NovaQuotaFilter,
+    PlacementCapacityFilter,
+    CreditFilter,
+    ProjectTreeLimitFilter,
 ]

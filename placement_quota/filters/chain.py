@@ -18,6 +18,7 @@ filter's error is logged, never raised to Blazar. Projects listed in
 ``exempted_projects`` skip the chain entirely.
 """
 
+import contextlib
 import importlib
 import threading
 import time
@@ -29,6 +30,8 @@ import stevedore
 from placement_quota.conf import enforcement as enforcement_conf
 from placement_quota.filters import base
 from placement_quota import lease as lease_model
+from placement_quota.ledger import admission as admission_mod
+from placement_quota.ledger import models as ledger_models
 
 LOG = logging.getLogger(__name__)
 
@@ -257,18 +260,67 @@ class FilterChain:
                               filter_.name, method)
                 raise FilterError(filter_.name, exc) from exc
 
+    @property
+    def ledger_filters(self):
+        return [f for f in self.filters if getattr(f, 'uses_ledger', False)]
+
+    @contextlib.contextmanager
+    def _admission(self, kind, context, lease, current_lease=None):
+        """One ledger admission around the whole chain, when a filter uses
+        the ledger: the filters decide on one locked view, and the lease is
+        recorded once, after all of them allowed it."""
+        ledger_filters = self.ledger_filters
+        if not ledger_filters:
+            yield None
+            return
+        locks = []
+        for filter_ in ledger_filters:
+            try:
+                names = filter_.ledger_locks(context)
+            except Exception as exc:
+                LOG.exception('Enforcement filter %s cannot name its ledger '
+                              'locks', filter_.name)
+                raise FilterError(filter_.name, exc) from exc
+            locks.extend(n for n in names if n not in locks)
+        # The cloud-wide lock always comes last (see ledger/store.py).
+        locks.sort(key=lambda name: name == ledger_models.GLOBAL_LOCK)
+        first = ledger_filters[0]
+        try:
+            with admission_mod.admit(first.ledger, kind, context, lease,
+                                     current_lease, locks,
+                                     first.host_resources) as adm:
+                yield adm
+        except (base.EnforcementDenied, FilterError,
+                lease_model.PayloadError):
+            raise
+        except Exception as exc:
+            LOG.exception('The ledger failed during %s for project %s', kind,
+                          context.project_id)
+            raise FilterError('ledger', exc) from exc
+
     def check_create(self, context, lease):
         context = lease_model.Context.coerce(context)
         lease = lease_model.Lease.coerce(lease)
-        if not self._exempt(context):
-            self._run('check_create', context, lease)
+        if self._exempt(context):
+            return
+        try:
+            with self._admission(admission_mod.CHECK_CREATE, context, lease):
+                self._run('check_create', context, lease)
+        except base.EnforcementDenied as denial:
+            if self.ledger_filters:
+                admission_mod.record_denied(self.ledger_filters[0].ledger,
+                                            context, lease, str(denial))
+            raise
 
     def check_update(self, context, current_lease, lease):
         context = lease_model.Context.coerce(context)
         current_lease = lease_model.Lease.coerce(current_lease,
                                                  'current_lease')
         lease = lease_model.Lease.coerce(lease)
-        if not self._exempt(context):
+        if self._exempt(context):
+            return
+        with self._admission(admission_mod.CHECK_UPDATE, context, lease,
+                             current_lease):
             self._run('check_update', context, current_lease, lease)
 
     def on_end(self, context, lease):
@@ -276,6 +328,14 @@ class FilterChain:
         lease = lease_model.Lease.coerce(lease)
         if self._exempt(context):
             return
+        try:
+            with self._admission(admission_mod.ON_END, context, lease):
+                self._notify_end(context, lease)
+        except FilterError:
+            LOG.error('The ledger could not close the lease of project %s; '
+                      'the lease ends anyway.', context.project_id)
+
+    def _notify_end(self, context, lease):
         for filter_ in self.filters:
             try:
                 filter_.on_end(context, lease)

@@ -1,0 +1,86 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``[ledger]``: where the record of allowed leases is kept."""
+
+import os
+
+from oslo_config import cfg
+
+from placement_quota.conf import _util
+from placement_quota.conf import placement
+
+GROUP = cfg.OptGroup(
+    'ledger', title='Reservation ledger',
+    help='The database of the leases the policies allowed, with their '
+         'amounts, time windows, states and credit charges. Used by the '
+         'filters that need history: LeaseCountFilter, NovaQuotaFilter, '
+         'PlacementCapacityFilter, CreditFilter, ProjectTreeLimitFilter.')
+
+
+def _default_connection():
+    return 'sqlite:///' + os.path.join(placement._default_state_dir(),
+                                       'ledger.sqlite')
+
+
+opts = [
+    cfg.StrOpt(
+        'connection', default=_default_connection(), secret=True,
+        sample_default='sqlite:///$XDG_STATE_HOME/placement-quota/'
+                       'ledger.sqlite',
+        help='SQLAlchemy URL of the ledger database. SQLite (the default) '
+             'serves one host; for several service processes or hosts use '
+             'PostgreSQL (``postgresql+psycopg2://user:pass@host/db``) or '
+             'MySQL (``mysql+pymysql://...``); the driver must be '
+             'installed.'),
+    cfg.BoolOpt(
+        'auto_migrate', default=False,
+        help='Bring the schema up to date when the service starts. SQLite '
+             'ledgers are always migrated at start; for a shared database '
+             'run ``placement-quota db sync`` once per upgrade instead, '
+             'and leave this off so that workers never race a migration.'),
+    cfg.IntOpt(
+        'lock_timeout', default=30, min=1,
+        help='Seconds an admission waits for the ledger lock of a project '
+             'held by another admission before it fails (the request then '
+             'answers 500 and Blazar may retry).'),
+    cfg.IntOpt(
+        'pool_size', default=10, min=1,
+        help='Database connections kept per service process (not used '
+             'with SQLite).'),
+    cfg.BoolOpt(
+        'count_host_resources', default=True,
+        help='Read the VCPU, MEMORY_MB and DISK_GB inventories of reserved '
+             'physical hosts from Placement (the provider named after the '
+             'hypervisor host name) and record them as host:VCPU... '
+             'amounts. Off: hosts count only as hosts.'),
+    cfg.IntOpt(
+        'host_resources_cache_ttl', default=300, min=0,
+        help='Seconds a host\'s inventories read from Placement are '
+             'reused; 0 reads them for every lease.'),
+]
+
+
+def register_opts(conf):
+    _util.register(conf, GROUP, opts)
+
+
+def list_opts():
+    return {GROUP: opts}
+
+
+def register_opts_once(conf):
+    """Register ``[ledger]`` unless it is there (filters run inside
+    blazar-manager get Blazar's configuration object)."""
+    try:
+        conf.ledger
+    except cfg.NoSuchOptError:
+        register_opts(conf)

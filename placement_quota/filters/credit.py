@@ -1,0 +1,176 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""CreditFilter: leases paid in credits, charged up front, refunded on end.
+
+The cost of a lease is its hours times the hourly rate of its reservations
+(Chameleon's balance service model, extended with Placement resource
+classes as in StackHPC's coral-credits):
+
+* ``physical:host``: ``credit_host_rate`` per host, times the host's
+  ``credit_host_factor_key`` extra capability (Chameleon's ``su_factor``,
+  1.0 when the host has none);
+* ``virtual:instance``: ``amount`` x (``credit_instance_rate`` + the
+  ``credit_class_rates`` of its VCPU, MEMORY_MB and DISK_GB);
+* ``virtual:floatingip``: ``credit_floatingip_rate`` per IP;
+* ``network``: ``credit_network_rate`` per network.
+
+A project's credits are its allocation in force at the lease's start
+(``placement-quota credits add``); a lease may not end after that
+allocation expires. The whole cost is charged when the lease is created;
+an update charges or refunds the difference; on-end refunds the part after
+the actual end (everything, for a lease that never started), once.
+"""
+
+from oslo_config import cfg
+
+from placement_quota.filters import ledger_base
+from placement_quota.ledger import accounting
+from placement_quota.ledger import store
+from placement_quota import lease as lease_model
+
+
+def _factor(allocation, key):
+    extra = allocation.get('extra')
+    value = None
+    if isinstance(extra, dict):
+        value = extra.get(key)
+    if value is None:
+        value = allocation.get(key)
+    try:
+        return 1.0 if value is None else float(value)
+    except (TypeError, ValueError):
+        return 1.0
+
+
+def hourly_rate(lease, group):
+    """Credits per hour of ``lease`` under the ``[enforcement]`` rates."""
+    rate = 0.0
+    class_rates = {k: float(v) for k, v in group.credit_class_rates.items()}
+    for reservation in lease.reservations:
+        rtype = reservation.resource_type
+        if rtype == lease_model.HOST:
+            if reservation.allocations:
+                rate += sum(group.credit_host_rate * _factor(
+                    a, group.credit_host_factor_key)
+                    for a in reservation.allocations)
+            else:
+                rate += (group.credit_host_rate *
+                         accounting.host_count(reservation))
+        elif rtype == lease_model.INSTANCE:
+            per_instance = group.credit_instance_rate
+            for rc, amount in accounting.instance_size(reservation).items():
+                per_instance += class_rates.get(rc, 0.0) * amount
+            rate += reservation.count('amount', 1) * per_instance
+        elif rtype == lease_model.FLOATINGIP:
+            rate += (group.credit_floatingip_rate *
+                     reservation.count('amount', 1))
+        elif rtype == lease_model.NETWORK:
+            rate += group.credit_network_rate
+    return rate
+
+
+def credits(micro):
+    """``12.50`` from micro-credits."""
+    return '%.2f' % store.from_micro(micro)
+
+
+def _validate_class_rates(rates):
+    for rc, value in rates.items():
+        try:
+            if float(value) < 0:
+                raise ValueError
+        except ValueError:
+            raise ValueError('[enforcement] credit_class_rates: the rate of '
+                             '%s must be a number >= 0 (got %r)' % (rc,
+                                                                    value))
+
+
+class CreditFilter(ledger_base.LedgerFilter):
+    """Deny a lease whose cost exceeds the project's remaining credits."""
+
+    enforcement_opts = [
+        cfg.FloatOpt('credit_host_rate', default=1.0, min=0,
+                     help='Credits per hour of one reserved physical host, '
+                          'before its factor.'),
+        cfg.StrOpt('credit_host_factor_key', default='su_factor',
+                   help='Extra capability of a host that multiplies its '
+                        'rate (Chameleon\'s su_factor); 1.0 when a host '
+                        'does not have it.'),
+        cfg.FloatOpt('credit_instance_rate', default=0.0, min=0,
+                     help='Credits per hour of one reserved instance, on '
+                          'top of its resource classes.'),
+        cfg.DictOpt('credit_class_rates', default={},
+                    help='Credits per hour of one unit of a resource class '
+                         'of a reserved instance, e.g. '
+                         '``VCPU:1.0,MEMORY_MB:0.001,DISK_GB:0.0``.'),
+        cfg.FloatOpt('credit_floatingip_rate', default=0.0, min=0,
+                     help='Credits per hour of one reserved floating IP.'),
+        cfg.FloatOpt('credit_network_rate', default=0.0, min=0,
+                     help='Credits per hour of one reserved network.'),
+    ]
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        _validate_class_rates(conf.enforcement.credit_class_rates)
+
+    def check(self, admission):
+        rate = hourly_rate(admission.lease, self.conf.enforcement)
+        rate_micro = store.to_micro(rate)
+        txn = admission.txn
+        entry = admission.entry
+        allocation = None
+        if entry is not None and entry.allocation_id is not None:
+            allocation = _allocation_by_id(txn, admission.project_id,
+                                           entry.allocation_id)
+        if allocation is None:
+            allocation = txn.allocation(admission.project_id,
+                                        admission.start)
+        cost = store.cost(rate_micro, admission.start, admission.end)
+        hours = store.hours(admission.start, admission.end)
+        what = ('%s credits (%.2f hours at %s credits an hour)'
+                % (credits(cost), hours, '%.4g' % rate))
+        if allocation is None:
+            if cost > 0:
+                raise self.deny(
+                    'The lease costs %s, and project %s has no credit '
+                    'allocation in force on %s.'
+                    % (what, admission.project_id,
+                       ledger_base.when(admission.start)))
+            admission.price(rate_micro, None)
+            return
+        if (allocation.end_date is not None and
+                admission.end > allocation.end_date):
+            raise self.deny(
+                'The lease ends on %s, after the credit allocation of '
+                'project %s expires on %s.'
+                % (ledger_base.when(admission.end), admission.project_id,
+                   ledger_base.when(allocation.end_date)))
+        admission.price(rate_micro, allocation.id)
+        delta = admission.charge_delta()
+        remaining = allocation.amount - txn.spent(allocation.id)
+        if delta > remaining:
+            if entry is not None:
+                asked = ('The update costs %s more (the lease now costs %s)'
+                         % (credits(delta), what))
+            else:
+                asked = 'The lease costs %s' % what
+            raise self.deny(
+                '%s; project %s has %s credits left of its allocation of '
+                '%s.' % (asked, admission.project_id, credits(remaining),
+                         credits(allocation.amount)))
+
+
+def _allocation_by_id(txn, project_id, allocation_id):
+    for allocation in txn.allocations(project_id):
+        if allocation.id == allocation_id:
+            return allocation
+    return None

@@ -1,0 +1,92 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Base of the filters that decide from the ledger (and record into it).
+
+A ledger filter implements :meth:`LedgerFilter.check` (create and update)
+and optionally :meth:`LedgerFilter.end`, both on an
+:class:`~placement_quota.ledger.admission.Admission`. Run by the chain, all
+ledger filters share one admission (one locked transaction; the entry is
+recorded once, after every filter allowed). Run alone, as blazar-manager
+does with in-process filters, each opens its own.
+"""
+
+from placement_quota import conf as pq_conf
+from placement_quota.filters import base
+from placement_quota import ledger
+from placement_quota.ledger import admission as admission_mod
+
+
+def when(moment):
+    """``2026-05-13 10:00`` (seconds only when not zero)."""
+    if moment is None:
+        return 'never'
+    if moment.second or moment.microsecond:
+        return moment.strftime('%Y-%m-%d %H:%M:%S')
+    return moment.strftime('%Y-%m-%d %H:%M')
+
+
+def peak_text(peak):
+    """``6 reserved at the peak, from 2026-05-13 10:00 to 2026-05-14
+    00:00`` or ``none reserved in the window``."""
+    if not peak.amount:
+        return 'none reserved then'
+    return '%d already reserved at the peak, from %s to %s' % (
+        peak.amount, when(peak.at), when(peak.until))
+
+
+class LedgerFilter(base.BaseFilter):
+    """A filter deciding on the ledger's data."""
+
+    uses_ledger = True
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        pq_conf.register_missing(conf)
+        self.ledger = ledger.shared(conf)
+        self.host_resources = ledger.host_resources(conf)
+
+    def ledger_locks(self, context):
+        """Ledger lock names needed beyond the project's own, in order
+        (a tree root, then :data:`~placement_quota.ledger.models.
+        GLOBAL_LOCK`)."""
+        return []
+
+    def check(self, admission):
+        """Raise :meth:`deny` to refuse the lease (create or update)."""
+
+    def end(self, admission):
+        """The lease ends (the entry is closed after every filter)."""
+
+    def _admit(self, kind, context, lease, current_lease=None):
+        context = self.context(context)
+        return admission_mod.admit(
+            self.ledger, kind, context, lease, current_lease,
+            locks=self.ledger_locks(context),
+            host_resources=self.host_resources)
+
+    def check_create(self, context, lease):
+        lease = self.lease(lease)
+        with self._admit(admission_mod.CHECK_CREATE, context,
+                         lease) as adm:
+            self.check(adm)
+
+    def check_update(self, context, current_lease, lease):
+        current_lease = self.lease(current_lease, 'current_lease')
+        lease = self.lease(lease)
+        with self._admit(admission_mod.CHECK_UPDATE, context, lease,
+                         current_lease) as adm:
+            self.check(adm)
+
+    def on_end(self, context, lease):
+        lease = self.lease(lease)
+        with self._admit(admission_mod.ON_END, context, lease) as adm:
+            self.end(adm)

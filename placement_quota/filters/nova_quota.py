@@ -1,0 +1,258 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""NovaQuotaFilter: reservations may not promise more than Nova's quota.
+
+specs/000's use case "disallowing more reservations for physical hosts than
+a project's instance quota allows". For each quota resource, the most the
+project already holds reserved at one moment of the lease's window (the
+ledger's peak), plus its current Nova usage, plus what the lease asks, must
+fit the project's Nova quota:
+
+================  ==========================  ===========================
+Nova resource     unified limits (Keystone)   legacy quota sets (Nova API)
+================  ==========================  ===========================
+instances         ``servers``                 ``instances``
+VCPU              ``class:VCPU``              ``cores``
+RAM (MiB)         ``class:MEMORY_MB``         ``ram``
+disk (GiB)        ``class:DISK_GB``           (none)
+================  ==========================  ===========================
+
+A reserved instance counts one instance and its flavor's VCPU, RAM and
+disk. A reserved host counts as one instance
+(``nova_quota_hosts_as_instances``) and, with
+``nova_quota_count_host_resources``, its whole VCPU, RAM and disk.
+
+Unified limits are read from Keystone (service ``nova_quota_service_type``)
+or, for clouds without Keystone limits, from a limits file; usage from
+Placement ``GET /usages`` (one call per decision). Legacy quota sets and
+their usage are one ``GET os-quota-sets/{project}/detail`` from Nova. A
+resource with no limit at all is not limited (Nova's unified limits would
+count it as 0; that refusal is not ours to copy).
+"""
+
+import threading
+
+from oslo_config import cfg
+
+from placement_quota.filters import ledger_base
+from placement_quota.ledger import accounting
+from placement_quota.ledger import window
+
+UNIFIED = 'unified'
+LEGACY = 'legacy'
+FILE = 'file'
+
+# Nova resource -> (ledger instance resource, host resource class)
+UNIFIED_RESOURCES = {
+    'servers': (accounting.INSTANCES, None),
+    'class:VCPU': (accounting.VCPU, 'VCPU'),
+    'class:MEMORY_MB': (accounting.MEMORY_MB, 'MEMORY_MB'),
+    'class:DISK_GB': (accounting.DISK_GB, 'DISK_GB'),
+}
+LEGACY_RESOURCES = {
+    'instances': (accounting.INSTANCES, None),
+    'cores': (accounting.VCPU, 'VCPU'),
+    'ram': (accounting.MEMORY_MB, 'MEMORY_MB'),
+}
+
+
+def nova_amounts(amounts, resources, hosts_as_instances,
+                 count_host_resources):
+    """Ledger amounts -> ``{nova resource: amount}``."""
+    found = {}
+    for nova_resource, (ours, host_class) in resources.items():
+        value = amounts.get(ours, 0)
+        if ours == accounting.INSTANCES and hosts_as_instances:
+            value += amounts.get(accounting.HOSTS, 0)
+        if host_class and count_host_resources:
+            value += amounts.get(accounting.HOST_PREFIX + host_class, 0)
+        if value:
+            found[nova_resource] = value
+    return found
+
+
+def fits(limit, peak, in_use, asked):
+    """Does ``asked`` fit ``limit`` (-1 unlimited) after the others?"""
+    return limit < 0 or peak + in_use + asked <= limit
+
+
+def instances_that_fit(limits, in_use, peaks, per_instance):
+    """How many instances of size ``per_instance`` ({nova resource:
+    amount}) fit the quota at once: the tightest resource decides. None
+    when nothing limits them."""
+    best = None
+    for resource, size in per_instance.items():
+        limit = limits.get(resource, -1)
+        if limit < 0 or size <= 0:
+            continue
+        room = limit - in_use.get(resource, 0) - peaks.get(resource, 0)
+        count = max(0, room // size)
+        best = count if best is None else min(best, count)
+    return best
+
+
+class QuotaReader:
+    """``read(project_id) -> (limits, in_use)`` from the configured
+    source; built lazily, so that the service starts while Keystone, Nova
+    or Placement are still down."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        self._lock = threading.Lock()
+        self._source = None
+        self._usage = None
+        self._legacy = None
+
+    @property
+    def group(self):
+        return self.conf.enforcement
+
+    @property
+    def resources(self):
+        if self.group.nova_quota_source == LEGACY:
+            return LEGACY_RESOURCES
+        return UNIFIED_RESOURCES
+
+    def read(self, project_id):
+        if self.group.nova_quota_source == LEGACY:
+            return self._read_legacy(project_id)
+        return self._read_unified(project_id)
+
+    def _read_legacy(self, project_id):
+        with self._lock:
+            if self._legacy is None:
+                from placement_quota.compute import quotas
+                self._legacy = quotas.LegacyQuotas.from_conf(self.conf)
+        found = self._legacy.limits_and_usage(project_id)
+        limits, in_use = {}, {}
+        for resource in LEGACY_RESOURCES:
+            if resource in found:
+                limits[resource], in_use[resource] = found[resource]
+        return limits, in_use
+
+    def _unified_source(self):
+        from placement_quota.limits import sources
+        group = self.group
+        if group.nova_quota_source == FILE:
+            if not group.nova_quota_limits_file:
+                raise ValueError('[enforcement] nova_quota_source = file '
+                                 'needs nova_quota_limits_file')
+            return sources.EmbeddedSource.from_file(
+                group.nova_quota_limits_file)
+        from placement_quota.identity import limits as identity_limits
+        from placement_quota.identity import projects
+        return identity_limits.KeystoneLimitSource(
+            projects.connection(self.conf),
+            service_id=group.nova_quota_service_id,
+            service_type=group.nova_quota_service_type,
+            region_id=group.nova_quota_region_id)
+
+    def _read_unified(self, project_id):
+        with self._lock:
+            if self._source is None:
+                self._source = self._unified_source()
+            if self._usage is None:
+                from placement_quota import ledger
+                from placement_quota.placement import usage
+                self._usage = usage.PlacementUsage(ledger.placement(self.conf))
+        data = self._source.refresh([project_id])
+        project = data.projects.get(project_id)
+        own = project.limits if project is not None else {}
+        limits = {}
+        for resource in UNIFIED_RESOURCES:
+            value = own.get(resource, data.registered_limits.get(resource))
+            if value is not None:
+                limits[resource] = value
+        in_use = {}
+        if self.group.nova_quota_include_usage:
+            in_use = self._usage.get_usage(
+                [project_id], list(UNIFIED_RESOURCES))[project_id]
+        return limits, in_use
+
+
+class NovaQuotaFilter(ledger_base.LedgerFilter):
+    """Deny a lease that would reserve past the project's Nova quota."""
+
+    enforcement_opts = [
+        cfg.StrOpt(
+            'nova_quota_source', default=UNIFIED, choices=[
+                (UNIFIED, 'Nova unified limits: Keystone limits of the '
+                          'nova_quota_service_type service, usage from '
+                          'Placement'),
+                (LEGACY, 'Nova legacy quota sets and their usage, from the '
+                         'Nova API ([nova] credentials)'),
+                (FILE, 'limits from nova_quota_limits_file (the [limits] '
+                       'file format, flat), usage from Placement')],
+            help='Where the Nova quotas come from.'),
+        cfg.StrOpt(
+            'nova_quota_limits_file',
+            help='With nova_quota_source = file: a YAML or JSON file of '
+                 'registered_limits and projects with limits (servers, '
+                 'class:VCPU, class:MEMORY_MB, class:DISK_GB).'),
+        cfg.StrOpt(
+            'nova_quota_service_type', default='compute',
+            help='Keystone service type whose limits are Nova\'s.'),
+        cfg.StrOpt(
+            'nova_quota_service_id',
+            help='Keystone service ID whose limits are Nova\'s; unset: the '
+                 'single service of type nova_quota_service_type.'),
+        cfg.StrOpt(
+            'nova_quota_region_id',
+            help='Keystone region of Nova\'s limits; unset: limits without '
+                 'a region.'),
+        cfg.BoolOpt(
+            'nova_quota_hosts_as_instances', default=True,
+            help='Count each reserved physical host as one instance.'),
+        cfg.BoolOpt(
+            'nova_quota_count_host_resources', default=False,
+            help='Count the VCPU, RAM and disk of reserved physical hosts '
+                 '(from Placement; see [ledger] count_host_resources) '
+                 'against the cores, RAM and disk quotas.'),
+        cfg.BoolOpt(
+            'nova_quota_include_usage', default=True,
+            help='Add the project\'s current Nova usage to what is '
+                 'reserved. Off: only reservations count against the '
+                 'quota.'),
+    ]
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self.reader = QuotaReader(conf)
+
+    def _convert(self, amounts):
+        group = self.conf.enforcement
+        return nova_amounts(amounts, self.reader.resources,
+                            group.nova_quota_hosts_as_instances,
+                            group.nova_quota_count_host_resources)
+
+    def check(self, admission):
+        asked = self._convert(admission.amounts)
+        if not asked:
+            return
+        limits, in_use = self.reader.read(admission.project_id)
+        intervals = [window.Interval(i.start, i.end,
+                                     self._convert(i.amounts))
+                     for i, row in admission.intervals()]
+        peaks = window.peaks(intervals, admission.start, admission.end,
+                             asked)
+        for resource, amount in sorted(asked.items()):
+            limit = limits.get(resource, -1)
+            peak = peaks[resource]
+            used = in_use.get(resource, 0)
+            if not fits(limit, peak.amount, used, amount):
+                raise self.deny(
+                    'Nova quota of project %s for %s: the lease asks for %d '
+                    'from %s to %s, %s, and %d in use now; the quota is %d.'
+                    % (admission.project_id, resource, amount,
+                       ledger_base.when(admission.start),
+                       ledger_base.when(admission.end),
+                       ledger_base.peak_text(peak), used, limit))

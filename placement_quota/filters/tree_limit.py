@@ -1,0 +1,132 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""ProjectTreeLimitFilter: strict two-level limits on reserved amounts.
+
+The limits and the project tree of ``[limits]`` (Keystone unified limits of
+the reservation service, or the embedded limits file: see limits.rst), the
+rules of specs/002, applied to what is reserved over the lease's window:
+
+* the project's peak reserved amount plus the lease's must fit the
+  project's limit (for a child, capped at its parent's);
+* the peak reserved by the whole tree (the root and all its children)
+  plus the lease's must fit the root's limit.
+
+The resources checked are ``tree_limit_resources``, or, when it is empty,
+every resource that has a registered or a project limit. Admissions in one
+tree take the root's ledger lock, so two children never pass their
+parent's limit together.
+"""
+
+import threading
+
+from oslo_config import cfg
+
+from placement_quota.filters import ledger_base
+from placement_quota.ledger import window
+from placement_quota.limits import tree as tree_mod
+
+
+class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
+    """Deny a lease that would take its project or tree past a limit."""
+
+    enforcement_opts = [
+        cfg.ListOpt(
+            'tree_limit_resources', default=[],
+            help='Ledger resources the limits apply to (hosts, instances, '
+                 'class:VCPU, class:MEMORY_MB, class:DISK_GB, floatingips, '
+                 'networks, host:VCPU...). Empty: every resource that has a '
+                 'registered or a project limit; a listed resource without '
+                 'one gets [limits] unregistered_resource_limit.'),
+    ]
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self._lock = threading.Lock()
+        self._source = None
+        self._cached = (None, None)
+
+    def _tree(self):
+        with self._lock:
+            if self._source is None:
+                from placement_quota.identity import limits
+                self._source = limits.source_from_conf(self.conf)
+            data = self._source.load()
+            if self._cached[0] is data:
+                return self._cached[1]
+            tree = tree_mod.ProjectTree.from_data(
+                data, strict=False,
+                unregistered_limit=self.conf.limits.
+                unregistered_resource_limit)
+            self._cached = (data, tree)
+            return tree
+
+    def ledger_locks(self, context):
+        tree = self._tree()
+        if context.project_id in tree:
+            root = tree.root(context.project_id)
+            if root != context.project_id:
+                return [root]
+        return []
+
+    def _resources(self, tree, asked):
+        listed = self.conf.enforcement.tree_limit_resources
+        names = set(listed) if listed else set(tree.resources())
+        return sorted(r for r in asked if r in names and asked[r] > 0)
+
+    def _limit(self, tree, project_id, resource):
+        if project_id in tree:
+            return tree.effective_limit(project_id, resource)
+        return tree.default_limit(resource)
+
+    def check(self, admission):
+        tree = self._tree()
+        asked = admission.amounts
+        resources = self._resources(tree, asked)
+        if not resources:
+            return
+        project_id = admission.project_id
+        known = project_id in tree
+        root = tree.root(project_id) if known else project_id
+        family = tree.family(project_id) if known else [project_id]
+        found = admission.intervals(family)
+        own = window.peaks(
+            [i for i, row in found if row.project_id == project_id],
+            admission.start, admission.end, resources)
+        whole = window.peaks(
+            [i for i, row in found], admission.start, admission.end,
+            resources)
+        for resource in resources:
+            amount = asked[resource]
+            if root != project_id:
+                limit = self._limit(tree, project_id, resource)
+                if tree_mod.over(own[resource].amount + amount, limit):
+                    raise self.deny(self._message(
+                        admission, tree, resource, amount, 'project %s'
+                        % project_id, own[resource], limit))
+            # The root's limit holds for the whole tree, root included.
+            limit = self._limit(tree, root, resource)
+            if tree_mod.over(whole[resource].amount + amount, limit):
+                raise self.deny(self._message(
+                    admission, tree, resource, amount,
+                    'the tree of %s' % root, whole[resource], limit))
+
+    @staticmethod
+    def _message(admission, tree, resource, amount, scope, peak, limit):
+        project_id = admission.project_id
+        parent = (tree.parent(project_id) if project_id in tree else None)
+        who = ('Project %s (parent %s)' % (project_id, parent) if parent
+               else 'Project %s' % project_id)
+        return ('%s is over a limit for %s: the lease asks for %d from %s '
+                'to %s; %s has %s; its limit is %d.'
+                % (who, resource, amount, ledger_base.when(admission.start),
+                   ledger_base.when(admission.end), scope,
+                   ledger_base.peak_text(peak), limit))

@@ -1,0 +1,275 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""One decision on one lease, from locked ledger data to the recorded entry.
+
+The filter chain opens an :class:`Admission` around all the filters that
+use the ledger (:func:`admit`): one database transaction that locks the
+project (and what the policies ask for: the tree root, the cloud-wide
+row), gives each policy the ledger's view of the lease's time window, and,
+when every filter allowed it, records the outcome:
+
+* check-create: a new entry, pending, with its amounts and its charge;
+* check-update: the lease's entry replaced by the new state, and the
+  difference in cost charged or refunded; a denied update leaves it as it
+  was (the transaction is rolled back);
+* on-end: the entry closed at the actual end (now, within the lease's
+  dates) and the unused part of its charge refunded; a second on-end finds
+  it closed and changes nothing.
+
+A filter run on its own (Blazar calling one of our filters in-process)
+opens its own admission the same way; run inside the chain, it joins the
+chain's.
+"""
+
+import contextlib
+import contextvars
+
+from oslo_log import log as logging
+
+from placement_quota.ledger import accounting
+from placement_quota.ledger import keys
+from placement_quota.ledger import models
+from placement_quota.ledger import store
+from placement_quota.ledger import window
+
+LOG = logging.getLogger(__name__)
+
+CHECK_CREATE = 'check-create'
+CHECK_UPDATE = 'check-update'
+ON_END = 'on-end'
+
+_CURRENT = contextvars.ContextVar('placement_quota_admission', default=None)
+
+
+class Admission:
+    """The ledger's view of one request, inside its locked transaction."""
+
+    def __init__(self, txn, kind, context, lease, current_lease=None,
+                 host_resources=None):
+        self.txn = txn
+        self.kind = kind
+        self.context = context
+        self.project_id = context.project_id
+        self.lease = lease
+        self.current_lease = current_lease
+        self.host_resources = host_resources
+        self._amounts = None
+        # Set by a pricing policy (CreditFilter): micro-credits per hour,
+        # the allocation charged, and whether it priced this request.
+        self.priced = False
+        self.hourly_rate = 0
+        self.allocation_id = None
+        old = current_lease if kind == CHECK_UPDATE else lease
+        self.key = keys.provisional_key(self.project_id, lease)
+        self.entry = None
+        if kind != CHECK_CREATE:
+            self.entry = txn.find(self.project_id, keys.lease_id(old),
+                                  keys.provisional_key(self.project_id, old))
+
+    @property
+    def now(self):
+        return self.txn.now
+
+    @property
+    def start(self):
+        return self.lease.start_date
+
+    @property
+    def end(self):
+        return self.lease.end_date
+
+    @property
+    def amounts(self):
+        """What the lease (its new state, for an update) reserves."""
+        if self._amounts is None:
+            self._amounts = accounting.lease_amounts(self.lease,
+                                                     self.host_resources)
+        return self._amounts
+
+    @property
+    def exclude(self):
+        """The entry the request replaces, left out of every peak."""
+        return None if self.entry is None else self.entry.id
+
+    def intervals(self, project_ids=None):
+        """``[(Interval, row)]`` overlapping the lease's window, of
+        ``project_ids`` (default: the project; ``'*'``: every project)."""
+        if project_ids is None:
+            project_ids = [self.project_id]
+        elif project_ids == models.GLOBAL_LOCK:
+            project_ids = None
+        return self.txn.intervals(self.start, self.end, project_ids,
+                                  exclude=self.exclude)
+
+    def peaks(self, project_ids=None, resources=None):
+        """``{resource: window.Peak}`` already reserved during the lease's
+        window (the lease itself left out)."""
+        found = [interval for interval, row in self.intervals(project_ids)]
+        return window.peaks(found, self.start, self.end, resources)
+
+    def open_leases(self):
+        """Pending and active leases of the project, this one left out."""
+        return self.txn.open_count(self.project_id, exclude=self.exclude)
+
+    # --- pricing -------------------------------------------------------
+
+    def price(self, hourly_rate, allocation_id):
+        """Record the cost model of this request (micro-credits/hour)."""
+        self.priced = True
+        self.hourly_rate = hourly_rate
+        self.allocation_id = allocation_id
+
+    @property
+    def previously_charged(self):
+        return 0 if self.entry is None else self.entry.charged
+
+    def cost(self):
+        """Micro-credits the lease's whole window costs at the price."""
+        return store.cost(self.hourly_rate, self.start, self.end)
+
+    def charge_delta(self):
+        """Micro-credits this request charges (negative: refunds)."""
+        return self.cost() - self.previously_charged
+
+    # --- recording ------------------------------------------------------
+
+    def record(self):
+        if self.kind == CHECK_CREATE:
+            self._insert()
+        elif self.kind == CHECK_UPDATE:
+            if self.entry is None:
+                LOG.info('Lease %s of project %s is not in the ledger (it '
+                         'predates it); recording its new state.',
+                         keys.lease_id(self.current_lease) or self.key[:12],
+                         self.project_id)
+                self._insert()
+            else:
+                self._replace()
+        else:
+            self._close()
+
+    def _entry_values(self):
+        values = dict(
+            project_id=self.project_id,
+            lease_id=(keys.lease_id(self.lease) or
+                      (keys.lease_id(self.current_lease)
+                       if self.current_lease is not None else None)),
+            provisional_key=self.key,
+            name=_text(self.lease.values.get('name')),
+            user_id=self.context.user_id,
+            start_date=self.start, end_date=self.end,
+            effective_end=self.end,
+            amounts=self.amounts, lease=self.lease.to_dict())
+        if self.priced:
+            values.update(hourly_rate=self.hourly_rate,
+                          allocation_id=self.allocation_id)
+        return values
+
+    def _insert(self):
+        values = self._entry_values()
+        if values['lease_id'] is not None and self.txn.find(
+                self.project_id, values['lease_id'], '') is not None:
+            values['lease_id'] = None  # already keyed on another entry
+        charge = self.cost() if self.priced else 0
+        values.update(state=models.PENDING, charged=charge)
+        values.setdefault('hourly_rate', 0)
+        row = self.txn.insert(**values)
+        self.txn.charge(self.project_id, row, self.allocation_id, charge,
+                        models.CHARGE_CREATE)
+
+    def _replace(self):
+        values = self._entry_values()
+        if values['lease_id'] is None:
+            values['lease_id'] = self.entry.lease_id
+        if self.priced:
+            delta = self.charge_delta()
+            values['charged'] = self.entry.charged + delta
+            self.txn.charge(self.project_id, self.entry.id,
+                            self.allocation_id, delta, models.CHARGE_UPDATE)
+        self.txn.update(self.entry.id, **values)
+
+    def _close(self):
+        entry = self.entry
+        if entry is None:
+            LOG.info('on-end for a lease of project %s that the ledger does '
+                     'not hold; nothing to close.', self.project_id)
+            return
+        if entry.state == models.TERMINATED:
+            LOG.info('on-end for ledger entry %d again: already closed at '
+                     '%s; nothing more to refund.', entry.id,
+                     entry.effective_end)
+            return
+        actual_end = min(max(self.now, entry.start_date), entry.end_date)
+        used = store.cost(entry.hourly_rate, entry.start_date, actual_end)
+        refund = max(0, entry.charged - used)
+        values = dict(state=models.TERMINATED, effective_end=actual_end,
+                      ended_at=self.now, charged=entry.charged - refund)
+        lease_id = keys.lease_id(self.lease)
+        if lease_id and entry.lease_id is None:
+            values['lease_id'] = lease_id
+        self.txn.update(entry.id, **values)
+        self.txn.charge(self.project_id, entry.id, entry.allocation_id,
+                        -refund, models.REFUND_END)
+
+
+def _text(value):
+    return value if isinstance(value, str) else None
+
+
+def current():
+    """The admission the chain opened for this request, or None."""
+    return _CURRENT.get()
+
+
+@contextlib.contextmanager
+def admit(ledger, kind, context, lease, current_lease=None, locks=(),
+          host_resources=None):
+    """Join the open admission, or open one: lock, decide, record.
+
+    The block decides (raising denies); the entry is recorded when it
+    returns normally. ``locks`` are taken after the project's own.
+    """
+    existing = _CURRENT.get()
+    if existing is not None:
+        yield existing
+        return
+    order = [context.project_id] + [p for p in locks
+                                    if p != context.project_id]
+    with ledger.transaction(order) as txn:
+        adm = Admission(txn, kind, context, lease, current_lease,
+                        host_resources)
+        token = _CURRENT.set(adm)
+        try:
+            yield adm
+        finally:
+            _CURRENT.reset(token)
+        adm.record()
+
+
+def record_denied(ledger, context, lease, message):
+    """Keep a denied create for the record (it counts toward nothing)."""
+    try:
+        with ledger.transaction() as txn:
+            txn.insert(project_id=context.project_id,
+                       lease_id=None,
+                       provisional_key=keys.provisional_key(
+                           context.project_id, lease),
+                       name=_text(lease.values.get('name')),
+                       user_id=context.user_id,
+                       start_date=lease.start_date, end_date=lease.end_date,
+                       state=models.DENIED,
+                       amounts=accounting.lease_amounts(lease),
+                       lease=lease.to_dict(), hourly_rate=0, charged=0,
+                       message=message[:4000])
+    except Exception:
+        LOG.exception('Could not record the denied lease of project %s',
+                      context.project_id)

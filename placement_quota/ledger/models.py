@@ -1,0 +1,103 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The ledger's tables (SQLAlchemy Core); alembic migrations create them.
+
+Credits are stored as integer micro-credits (1 credit = 1,000,000), so sums
+are exact on every database.
+
+``projects`` has one row per project that ever asked: the row every
+admission of that project locks (``SELECT ... FOR UPDATE``) before reading
+and writing, so that two service processes never admit past a limit
+together. Row ``*`` is the cloud-wide lock the capacity policy takes.
+"""
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+#: Lease states (specs/001 chapter 21, as the ledger sees them).
+PENDING = 'pending'
+ACTIVE = 'active'
+TERMINATED = 'terminated'
+DENIED = 'denied'
+STATES = (PENDING, ACTIVE, TERMINATED, DENIED)
+
+#: Charge kinds.
+CHARGE_CREATE = 'create'
+CHARGE_UPDATE = 'update'
+REFUND_END = 'end'
+
+GLOBAL_LOCK = '*'
+
+projects = sa.Table(
+    'projects', metadata,
+    sa.Column('project_id', sa.String(255), primary_key=True),
+    sa.Column('created_at', sa.DateTime, nullable=False),
+)
+
+leases = sa.Table(
+    'leases', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('project_id', sa.String(255), nullable=False),
+    # Blazar's lease UUID when it sends one; reconciled later otherwise.
+    sa.Column('lease_id', sa.String(255), nullable=True, unique=True),
+    # Deterministic key of a lease that has no ID yet (see keys.py).
+    sa.Column('provisional_key', sa.String(64), nullable=False),
+    sa.Column('name', sa.String(255), nullable=True),
+    sa.Column('user_id', sa.String(255), nullable=True),
+    sa.Column('start_date', sa.DateTime, nullable=False),
+    sa.Column('end_date', sa.DateTime, nullable=False),
+    # end_date, or the actual end once on-end came before it.
+    sa.Column('effective_end', sa.DateTime, nullable=False),
+    sa.Column('state', sa.String(16), nullable=False),
+    sa.Column('amounts', sa.JSON, nullable=False),
+    # The lease as it was allowed (reservations, allocations): what the
+    # capacity policy and the reconcile tool read.
+    sa.Column('lease', sa.JSON, nullable=False),
+    sa.Column('hourly_rate', sa.BigInteger, nullable=False, default=0),
+    sa.Column('charged', sa.BigInteger, nullable=False, default=0),
+    sa.Column('allocation_id', sa.Integer, nullable=True),
+    sa.Column('message', sa.Text, nullable=True),
+    sa.Column('created_at', sa.DateTime, nullable=False),
+    sa.Column('updated_at', sa.DateTime, nullable=True),
+    sa.Column('ended_at', sa.DateTime, nullable=True),
+    sa.Index('ix_leases_project_end', 'project_id', 'effective_end'),
+    sa.Index('ix_leases_end', 'effective_end'),
+    sa.Index('ix_leases_provisional_key', 'provisional_key'),
+)
+
+credit_allocations = sa.Table(
+    'credit_allocations', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('project_id', sa.String(255), nullable=False, index=True),
+    sa.Column('amount', sa.BigInteger, nullable=False),
+    # NULL: open-ended on that side.
+    sa.Column('start_date', sa.DateTime, nullable=True),
+    sa.Column('end_date', sa.DateTime, nullable=True),
+    sa.Column('created_at', sa.DateTime, nullable=False),
+)
+
+charges = sa.Table(
+    'charges', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('project_id', sa.String(255), nullable=False),
+    sa.Column('lease_row', sa.Integer, sa.ForeignKey('leases.id'),
+              nullable=True),
+    sa.Column('allocation_id', sa.Integer,
+              sa.ForeignKey('credit_allocations.id'), nullable=True),
+    # Positive: charged; negative: refunded.
+    sa.Column('amount', sa.BigInteger, nullable=False),
+    sa.Column('kind', sa.String(16), nullable=False),
+    sa.Column('at', sa.DateTime, nullable=False),
+    sa.Index('ix_charges_allocation', 'allocation_id'),
+    sa.Index('ix_charges_lease', 'lease_row'),
+)

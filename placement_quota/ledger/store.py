@@ -1,0 +1,391 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The ledger database: engine, migrations, locks and queries.
+
+Every admission runs in one database transaction that first locks the rows
+of the projects it decides for (and the cloud-wide row ``*`` when a policy
+reads every project's reservations), always in the order own project,
+tree root, cloud-wide, so two admissions never wait on each other in a
+cycle. PostgreSQL and MySQL lock rows (``SELECT ... FOR UPDATE``); SQLite
+takes its database write lock at ``BEGIN IMMEDIATE``. Either way, two
+service processes sharing one database never admit past a limit together.
+"""
+
+import contextlib
+import datetime
+import os
+
+import alembic.command
+import alembic.config
+import alembic.migration
+import alembic.script
+from oslo_log import log as logging
+from oslo_utils import timeutils
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from placement_quota.ledger import models
+from placement_quota.ledger import window
+
+LOG = logging.getLogger(__name__)
+
+MICRO = 1000000
+
+
+class LedgerError(Exception):
+    """The ledger database cannot be used; says why and what to do."""
+
+
+class LockTimeout(LedgerError):
+    """Another admission held a project's lock for too long."""
+
+
+def to_micro(credits):
+    """Credits (a number) -> integer micro-credits."""
+    return int(round(float(credits) * MICRO))
+
+
+def from_micro(micro):
+    """Integer micro-credits -> credits (float)."""
+    return micro / MICRO
+
+
+def _alembic_config(connection):
+    config = alembic.config.Config()
+    config.set_main_option('script_location',
+                           'placement_quota.ledger:migrations')
+    config.attributes['connection'] = connection
+    return config
+
+
+def _configure_sqlite(engine, lock_timeout):
+    @sa.event.listens_for(engine, 'connect')
+    def _connect(dbapi_connection, record):
+        # We issue BEGIN ourselves: IMMEDIATE takes the write lock at once.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute('PRAGMA busy_timeout = %d' % (lock_timeout * 1000))
+        cursor.execute('PRAGMA foreign_keys = ON')
+        cursor.close()
+
+    @sa.event.listens_for(engine, 'begin')
+    def _begin(connection):
+        connection.exec_driver_sql('BEGIN IMMEDIATE')
+
+
+def create_engine(url, lock_timeout=30, pool_size=None):
+    """An engine for ``url`` set up for the ledger's locking."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa_exc.ArgumentError as exc:
+        raise LedgerError('[ledger] connection %r is not a database URL: %s'
+                          % (url, exc))
+    kwargs = {'pool_pre_ping': True}
+    if parsed.get_backend_name() == 'sqlite':
+        database = parsed.database
+        if database and database != ':memory:':
+            directory = os.path.dirname(os.path.abspath(database))
+            os.makedirs(directory, exist_ok=True)
+    elif pool_size:
+        kwargs['pool_size'] = pool_size
+    try:
+        engine = sa.create_engine(parsed, **kwargs)
+    except (ImportError, sa_exc.ArgumentError) as exc:
+        raise LedgerError('[ledger] connection %s cannot be used: %s'
+                          % (parsed.render_as_string(hide_password=True),
+                             exc))
+    if parsed.get_backend_name() == 'sqlite':
+        _configure_sqlite(engine, lock_timeout)
+    return engine
+
+
+class Ledger:
+    """One ledger database."""
+
+    def __init__(self, url, lock_timeout=30, pool_size=None,
+                 migrate=None):
+        self.url = url
+        self.lock_timeout = lock_timeout
+        #: Where "now" comes from (naive UTC); tests set their own.
+        self.clock = timeutils.utcnow
+        self.engine = create_engine(url, lock_timeout, pool_size)
+        self.dialect = self.engine.dialect.name
+        if migrate is None:
+            migrate = self.dialect == 'sqlite'
+        if migrate:
+            self.upgrade()
+        else:
+            self.check_version()
+
+    @classmethod
+    def from_conf(cls, conf):
+        group = conf.ledger
+        return cls(group.connection, lock_timeout=group.lock_timeout,
+                   pool_size=group.pool_size,
+                   migrate=group.auto_migrate or None)
+
+    def describe(self):
+        return self.engine.url.render_as_string(hide_password=True)
+
+    # --- migrations -----------------------------------------------------
+
+    def upgrade(self, revision='head'):
+        """Bring the schema to ``revision`` (alembic)."""
+        try:
+            with self.engine.begin() as connection:
+                alembic.command.upgrade(_alembic_config(connection),
+                                        revision)
+        except sa_exc.OperationalError as exc:
+            raise LedgerError('Cannot migrate the ledger at %s: %s'
+                              % (self.describe(), exc.orig))
+
+    def current_revision(self):
+        with self.engine.connect() as connection:
+            context = alembic.migration.MigrationContext.configure(
+                connection)
+            return context.get_current_revision()
+
+    def head_revision(self):
+        with self.engine.connect() as connection:
+            script = alembic.script.ScriptDirectory.from_config(
+                _alembic_config(connection))
+            return script.get_current_head()
+
+    def check_version(self):
+        try:
+            current = self.current_revision()
+        except sa_exc.OperationalError as exc:
+            raise LedgerError('Cannot reach the ledger at %s: %s'
+                              % (self.describe(), exc.orig))
+        head = self.head_revision()
+        if current != head:
+            raise LedgerError(
+                'The ledger at %s is at schema revision %s, this code needs '
+                '%s: run "placement-quota db sync".'
+                % (self.describe(), current or 'none (empty)', head))
+
+    # --- transactions ---------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self, lock=(), now=None):
+        """A :class:`Transaction` holding the locks of ``lock`` (project
+        IDs, and :data:`models.GLOBAL_LOCK`), taken in the given order."""
+        now = now or self.clock()
+        try:
+            with self.engine.begin() as connection:
+                txn = Transaction(self, connection, now)
+                txn.lock(lock)
+                yield txn
+        except sa_exc.OperationalError as exc:
+            if _is_lock_timeout(exc):
+                raise LockTimeout(
+                    'Timed out after %d seconds waiting for the ledger lock '
+                    'of %s; another admission holds it.'
+                    % (self.lock_timeout, ', '.join(lock)))
+            raise
+
+    def dispose(self):
+        self.engine.dispose()
+
+
+def _is_lock_timeout(exc):
+    text = str(exc.orig).lower()
+    return ('lock timeout' in text or 'database is locked' in text or
+            'lock wait timeout' in text)
+
+
+def _row_interval(row):
+    return window.Interval(row.start_date, row.effective_end,
+                           row.amounts or {})
+
+
+class Transaction:
+    """Queries and writes inside one locked ledger transaction."""
+
+    def __init__(self, ledger, connection, now):
+        self.ledger = ledger
+        self.connection = connection
+        self.now = now
+        self.locked = []
+
+    def lock(self, project_ids):
+        dialect = self.ledger.dialect
+        for project_id in project_ids:
+            if project_id in self.locked:
+                continue
+            self._ensure_project(project_id)
+            if dialect == 'postgresql':
+                self.connection.exec_driver_sql(
+                    "SET LOCAL lock_timeout = '%ds'"
+                    % self.ledger.lock_timeout)
+            if dialect != 'sqlite':
+                self.connection.execute(
+                    sa.select(models.projects.c.project_id)
+                    .where(models.projects.c.project_id == project_id)
+                    .with_for_update())
+            self.locked.append(project_id)
+
+    def _ensure_project(self, project_id):
+        table = models.projects
+        values = {'project_id': project_id, 'created_at': self.now}
+        dialect = self.ledger.dialect
+        if dialect == 'postgresql':
+            from sqlalchemy.dialects import postgresql
+            stmt = postgresql.insert(table).values(
+                **values).on_conflict_do_nothing()
+        elif dialect == 'sqlite':
+            from sqlalchemy.dialects import sqlite
+            stmt = sqlite.insert(table).values(
+                **values).on_conflict_do_nothing()
+        else:
+            stmt = table.insert().values(**values).prefix_with('IGNORE')
+        self.connection.execute(stmt)
+
+    # --- leases ---------------------------------------------------------
+
+    def find(self, project_id, lease_id, provisional_key):
+        """The live (not denied) entry of a lease, by ID, then by key."""
+        t = models.leases
+        base = sa.select(t).where(t.c.state != models.DENIED)
+        if lease_id:
+            row = self.connection.execute(
+                base.where(t.c.lease_id == lease_id)).first()
+            if row is not None:
+                return row
+        return self.connection.execute(
+            base.where(t.c.project_id == project_id,
+                       t.c.provisional_key == provisional_key)
+            .order_by(t.c.id.desc())).first()
+
+    def intervals(self, start, end, project_ids=None, exclude=None):
+        """:class:`window.Interval` of every live entry overlapping
+        ``[start, end)``: of ``project_ids``, or of every project."""
+        t = models.leases
+        query = sa.select(t.c.id, t.c.project_id, t.c.start_date,
+                          t.c.effective_end, t.c.amounts, t.c.lease).where(
+            t.c.state != models.DENIED, t.c.effective_end > start,
+            t.c.start_date < end)
+        if project_ids is not None:
+            project_ids = list(project_ids)
+            if len(project_ids) == 1:
+                query = query.where(t.c.project_id == project_ids[0])
+            else:
+                query = query.where(t.c.project_id.in_(project_ids))
+        if exclude is not None:
+            query = query.where(t.c.id != exclude)
+        return [(_row_interval(row), row) for row in
+                self.connection.execute(query)]
+
+    def open_count(self, project_id, exclude=None):
+        """Pending and active leases of a project now."""
+        t = models.leases
+        query = sa.select(sa.func.count()).select_from(t).where(
+            t.c.project_id == project_id,
+            t.c.state.in_((models.PENDING, models.ACTIVE)),
+            t.c.effective_end > self.now)
+        if exclude is not None:
+            query = query.where(t.c.id != exclude)
+        return self.connection.execute(query).scalar_one()
+
+    def insert(self, **values):
+        values.setdefault('created_at', self.now)
+        values.setdefault('effective_end', values['end_date'])
+        result = self.connection.execute(
+            models.leases.insert().values(**values))
+        return result.inserted_primary_key[0]
+
+    def update(self, row_id, **values):
+        values.setdefault('updated_at', self.now)
+        self.connection.execute(
+            models.leases.update().where(models.leases.c.id == row_id)
+            .values(**values))
+
+    def leases(self, project_id):
+        t = models.leases
+        return list(self.connection.execute(
+            sa.select(t).where(t.c.project_id == project_id)
+            .order_by(t.c.start_date, t.c.id)))
+
+    # --- credits --------------------------------------------------------
+
+    def allocation(self, project_id, at):
+        """The credit allocation of a project in force at ``at``: the one
+        whose period holds it (open-ended sides hold everything), newest
+        first; None when there is none."""
+        t = models.credit_allocations
+        return self.connection.execute(
+            sa.select(t).where(
+                t.c.project_id == project_id,
+                sa.or_(t.c.start_date.is_(None), t.c.start_date <= at),
+                sa.or_(t.c.end_date.is_(None), t.c.end_date > at))
+            .order_by(t.c.id.desc())).first()
+
+    def spent(self, allocation_id):
+        """Net micro-credits charged to an allocation."""
+        t = models.charges
+        return self.connection.execute(
+            sa.select(sa.func.coalesce(sa.func.sum(t.c.amount), 0))
+            .where(t.c.allocation_id == allocation_id)).scalar_one()
+
+    def charge(self, project_id, lease_row, allocation_id, amount, kind):
+        if not amount:
+            return
+        self.connection.execute(models.charges.insert().values(
+            project_id=project_id, lease_row=lease_row,
+            allocation_id=allocation_id, amount=amount, kind=kind,
+            at=self.now))
+
+    def add_allocation(self, project_id, amount, start_date=None,
+                       end_date=None):
+        result = self.connection.execute(
+            models.credit_allocations.insert().values(
+                project_id=project_id, amount=amount, start_date=start_date,
+                end_date=end_date, created_at=self.now))
+        return result.inserted_primary_key[0]
+
+    def allocations(self, project_id):
+        t = models.credit_allocations
+        return list(self.connection.execute(
+            sa.select(t).where(t.c.project_id == project_id)
+            .order_by(t.c.id)))
+
+
+def state_at(row, now):
+    """The lease state of an entry at ``now``: recorded terminated or
+    denied, else pending before its start, active inside it, terminated
+    after its end."""
+    if row.state in (models.TERMINATED, models.DENIED):
+        return row.state
+    if now < row.start_date:
+        return models.PENDING
+    if now < row.effective_end:
+        return models.ACTIVE
+    return models.TERMINATED
+
+
+def hours(start, end):
+    """Hours from ``start`` to ``end`` (0 when ``end`` is not after)."""
+    seconds = (end - start).total_seconds()
+    return max(0.0, seconds / 3600.0)
+
+
+def cost(hourly_rate, start, end):
+    """Micro-credits of ``hourly_rate`` (micro-credits/hour) over
+    ``[start, end)``."""
+    return int(round(hourly_rate * hours(start, end)))
+
+
+def utc(value):
+    """A naive UTC datetime from an aware one (or the same)."""
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return value
