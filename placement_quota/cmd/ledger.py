@@ -1,0 +1,205 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Ledger commands: ``db sync``, ``credits add|list`` and ``usage show``.
+
+All of them use the database of ``[ledger] connection``.
+"""
+
+import datetime
+
+from cliff import command
+from cliff import lister
+from cliff import show
+
+from placement_quota.cmd import main
+from placement_quota import lease as lease_model
+from placement_quota.ledger import models
+from placement_quota.ledger import store
+from placement_quota.ledger import window
+
+
+def _ledger(conf, migrate=None):
+    try:
+        return store.Ledger(conf.ledger.connection,
+                            lock_timeout=conf.ledger.lock_timeout,
+                            migrate=migrate)
+    except store.LedgerError as exc:
+        main.fail(str(exc))
+
+
+def _date(value, option):
+    if value is None:
+        return None
+    try:
+        return lease_model.parse_date(value, option)
+    except lease_model.PayloadError as exc:
+        main.fail(str(exc))
+
+
+class DbSync(command.Command):
+    """Create or upgrade the ledger's tables (alembic) to this version."""
+
+    def take_action(self, parsed_args):
+        ledger = _ledger(self.app.conf, migrate=True)
+        self.app.stdout.write('Ledger %s is at schema revision %s.\n'
+                              % (ledger.describe(),
+                                 ledger.current_revision()))
+        ledger.dispose()
+
+
+class CreditsAdd(show.ShowOne):
+    """Give a project an allocation of credits (CreditFilter)."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('project', help='Project ID.')
+        parser.add_argument('--amount', required=True, type=float,
+                            help='Credits of the allocation (> 0).')
+        parser.add_argument('--start', help='First moment of the allocation '
+                                            '(UTC date); default: open.')
+        parser.add_argument('--end', help='End of the allocation (UTC '
+                                          'date); no lease may end after '
+                                          'it. Default: open.')
+        return parser
+
+    def take_action(self, parsed_args):
+        if not parsed_args.amount > 0:
+            main.fail('--amount must be greater than 0 (got %s)'
+                      % parsed_args.amount)
+        if not parsed_args.project.strip():
+            main.fail('project must not be empty')
+        start = _date(parsed_args.start, '--start')
+        end = _date(parsed_args.end, '--end')
+        if start and end and end <= start:
+            main.fail('--end (%s) must be after --start (%s)'
+                      % (parsed_args.end, parsed_args.start))
+        ledger = _ledger(self.app.conf)
+        with ledger.transaction([parsed_args.project]) as txn:
+            allocation_id = txn.add_allocation(
+                parsed_args.project, store.to_micro(parsed_args.amount),
+                start, end)
+        ledger.dispose()
+        return (('id', 'project', 'amount', 'start', 'end'),
+                (allocation_id, parsed_args.project,
+                 round(parsed_args.amount, 6), _iso(start), _iso(end)))
+
+
+def _iso(value):
+    return value.isoformat() if value else None
+
+
+class CreditsList(lister.Lister):
+    """A project's credit allocations and what is left of each."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('project', help='Project ID.')
+        return parser
+
+    def take_action(self, parsed_args):
+        ledger = _ledger(self.app.conf)
+        rows = []
+        with ledger.transaction() as txn:
+            for allocation in txn.allocations(parsed_args.project):
+                spent = txn.spent(allocation.id)
+                rows.append((allocation.id, store.from_micro(
+                    allocation.amount), store.from_micro(spent),
+                    store.from_micro(allocation.amount - spent),
+                    _iso(allocation.start_date), _iso(allocation.end_date)))
+        ledger.dispose()
+        return (('ID', 'Amount', 'Spent', 'Remaining', 'Start', 'End'),
+                rows)
+
+
+def usage_summary(txn, project_id, start, end):
+    """The dict ``usage show`` prints: leases by state, the peak reserved
+    amounts in ``[start, end)`` and the credit balance now."""
+    now = txn.now
+    leases = txn.leases(project_id)
+    states = {state: 0 for state in models.STATES}
+    listed = []
+    for row in leases:
+        state = store.state_at(row, now)
+        states[state] += 1
+        listed.append({'id': row.lease_id, 'name': row.name,
+                       'state': state, 'start': row.start_date.isoformat(),
+                       'end': row.effective_end.isoformat(),
+                       'amounts': row.amounts,
+                       'charged': store.from_micro(row.charged)})
+    intervals = [window.Interval(row.start_date, row.effective_end,
+                                 row.amounts or {})
+                 for row in leases if row.state != models.DENIED]
+    if end is None:
+        end = max([i.end for i in intervals] + [now])
+        if end <= start:
+            end = start + datetime.timedelta(seconds=1)
+    peaks = window.peaks(intervals, start, end)
+    allocation = txn.allocation(project_id, now)
+    credits = None
+    if allocation is not None:
+        spent = txn.spent(allocation.id)
+        credits = {'allocation': store.from_micro(allocation.amount),
+                   'spent': store.from_micro(spent),
+                   'balance': store.from_micro(allocation.amount - spent),
+                   'start': _iso(allocation.start_date),
+                   'end': _iso(allocation.end_date)}
+    return {'project': project_id, 'window_start': start.isoformat(),
+            'window_end': end.isoformat(), 'leases_by_state': states,
+            'peak_reserved': {r: p.as_dict() for r, p in
+                              sorted(peaks.items())},
+            'credits': credits, 'leases': listed}
+
+
+class UsageShow(show.ShowOne):
+    """What a project holds: leases, peak reserved amounts, credits."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('project', help='Project ID.')
+        parser.add_argument('--start', help='Window start for the peak '
+                                            '(UTC date); default: now.')
+        parser.add_argument('--end', help='Window end (UTC date); default: '
+                                          'the end of the last lease.')
+        return parser
+
+    def take_action(self, parsed_args):
+        ledger = _ledger(self.app.conf)
+        start = _date(parsed_args.start, '--start')
+        end = _date(parsed_args.end, '--end')
+        with ledger.transaction() as txn:
+            start = start or txn.now
+            if end is not None and end <= start:
+                main.fail('--end must be after the window start (%s)'
+                          % start.isoformat())
+            summary = usage_summary(txn, parsed_args.project, start, end)
+        ledger.dispose()
+        if parsed_args.formatter in ('table', 'value', 'shell'):
+            summary = self._flat(summary)
+        return tuple(zip(*sorted(summary.items()))) or ((), ())
+
+    @staticmethod
+    def _flat(summary):
+        flat = {'project': summary['project'],
+                'window': '%s to %s' % (summary['window_start'],
+                                        summary['window_end'])}
+        flat['leases'] = ', '.join('%s %d' % item for item in
+                                   summary['leases_by_state'].items())
+        flat['peak reserved'] = '\n'.join(
+            '%s: %d%s' % (r, p['amount'], ' at %s' % p['at']
+                          if p['at'] else '')
+            for r, p in summary['peak_reserved'].items()) or 'nothing'
+        credits = summary['credits']
+        flat['credits'] = 'no allocation'
+        if credits:
+            flat['credits'] = '%.2f left of %.2f' % (credits['balance'],
+                                                     credits['allocation'])
+        return flat
