@@ -18,9 +18,12 @@ all its reservations. For each ``virtual:instance`` reservation:
   ``hypervisor_hostname``, the name of their Placement provider), or every
   compute node (a root provider with VCPU) when it allocated none, or
   always every compute node with ``capacity_hosts = all``;
-* their free capacity per resource class is read from Placement
-  (inventories and usages, Placement's own rule:
-  ``(total - reserved) x allocation_ratio - used``);
+* their free capacity per resource class is read from Placement in one
+  call, whatever the number of hosts: ``GET /allocation_candidates`` for
+  one instance of the size, whose provider summaries give each host's
+  capacity (Placement's own rule, ``(total - reserved) x
+  allocation_ratio``) and usage. A host with no room for one such instance
+  is not a candidate and counts as full;
 * the peak of the instance resources (VCPU, MEMORY_MB, DISK_GB) that other
   leases reserve on those hosts during the window — every project's, from
   the ledger — plus the lease's must fit that free capacity, class by
@@ -32,6 +35,7 @@ The cloud-wide ledger lock is held, so two admissions never hand out the
 same free capacity.
 """
 
+import time
 from urllib import parse
 
 from oslo_config import cfg
@@ -44,33 +48,18 @@ from placement_quota.ledger import window
 from placement_quota import lease as lease_model
 from placement_quota.placement import capacity
 
-_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
-
-
-def compute_nodes(client):
-    """``{name: uuid}`` of the root providers that have VCPU."""
-    found = client.get('/resource_providers?resources=VCPU:1')
-    return {rp['name']: rp['uuid'] for rp in found['resource_providers']
-            if rp.get('root_provider_uuid', rp['uuid']) == rp['uuid']}
-
-
-def _instance_hosts(lease_body):
-    """Hypervisor names of the instance reservations of a stored lease."""
-    names = set()
-    for reservation in lease_body.get('reservations') or ():
-        if reservation.get('resource_type') != lease_model.INSTANCE:
-            continue
-        for allocation in reservation.get('allocations') or ():
-            name = allocation.get('hypervisor_hostname')
-            if isinstance(name, str):
-                names.add(name)
-    return names
-
 
 class PlacementCapacityFilter(ledger_base.LedgerFilter):
     """Deny instance reservations the free capacity cannot hold."""
 
     enforcement_opts = [
+        cfg.IntOpt(
+            'capacity_cache_ttl', default=0, min=0,
+            help='Seconds the free capacity read from Placement (one '
+                 'GET /allocation_candidates per instance size) is reused '
+                 'by later admissions. 0 (the default) reads it for every '
+                 'lease. A few seconds spare Placement under a burst of '
+                 'leases; the ledger part of the check is never cached.'),
         cfg.StrOpt(
             'capacity_hosts', default='allocations', choices=[
                 ('allocations', 'the hosts Blazar allocated, or every '
@@ -80,34 +69,63 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                  'use.'),
     ]
 
+    def __init__(self, conf):
+        super().__init__(conf)
+        # Provider name -> UUID: a compute node keeps both for life.
+        self._uuids = {}
+        # Instance size -> (monotonic time, room), with capacity_cache_ttl.
+        self._rooms = {}
+
+    def _room(self, client, size):
+        ttl = self.conf.enforcement.capacity_cache_ttl
+        key = tuple(sorted(size.items()))
+        now = time.monotonic()
+        if ttl:
+            cached = self._rooms.get(key)
+            if cached is not None and now - cached[0] < ttl:
+                return cached[1]
+        room = capacity.candidate_room(client, size)
+        if ttl:
+            self._rooms[key] = (now, room)
+        return room
+
     def ledger_locks(self, context):
         return [models.GLOBAL_LOCK]
 
+    def _uuid(self, client, name):
+        uuid = self._uuids.get(name)
+        if uuid is None:
+            found = client.get('/resource_providers?name=%s'
+                               % parse.quote(name, safe=''))
+            for rp in found['resource_providers']:
+                uuid = self._uuids[name] = rp['uuid']
+        return uuid
+
     def _eligible(self, client, reservations):
-        nodes = None
+        """``{name: uuid}`` of the allocated hosts, or None for every
+        compute node."""
         names = set()
         if self.conf.enforcement.capacity_hosts == 'allocations':
             for reservation in reservations:
                 names.update(accounting.host_names(reservation))
         if not names:
-            nodes = compute_nodes(client)
-            return nodes, False
+            return None
         uuids = {}
         for name in sorted(names):
-            found = client.get('/resource_providers?name=%s'
-                               % parse.quote(name, safe=''))
-            for rp in found['resource_providers']:
-                uuids[rp['name']] = rp['uuid']
-        return uuids, True
+            uuid = self._uuid(client, name)
+            if uuid is not None:
+                uuids[name] = uuid
+        return uuids
 
     def check(self, admission):
         reservations = admission.lease.reservations_of(lease_model.INSTANCE)
         if not reservations:
             return
         client = ledger.placement(self.conf)
-        hosts, by_allocation = self._eligible(client, reservations)
+        hosts = self._eligible(client, reservations)
+        eligible = None if hosts is None else set(hosts.values())
         asked = {}
-        capacities = {}
+        room = {}
         for reservation in reservations:
             size = accounting.instance_size(reservation)
             amount = reservation.count('amount', 1)
@@ -115,27 +133,30 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                 asked[rc] = asked.get(rc, 0) + amount * value
             if not size:
                 continue
-            fit = capacity.instances_that_fit_on_hosts(
-                client, hosts.values(), size)
-            if fit.total < amount:
+            for uuid, found in self._room(client, size).items():
+                if eligible is None or uuid in eligible:
+                    room[uuid] = found
+            count = len(room) if hosts is None else len(hosts)
+            fit = sum(capacity.fit_in_room(r, size) for r in room.values())
+            if fit < amount:
                 raise self.deny(
                     'Only %d instances of %s fit on the %d eligible hosts '
                     'now; the reservation asks for %d.'
-                    % (fit.total, _size_text(size), len(hosts), amount))
-            capacities = fit.capacities
+                    % (fit, _size_text(size), count, amount))
         if not asked:
             return
-        free = {rc: sum(max(0, c[rc].free) for c in capacities.values()
-                        if rc in c) for rc in asked}
+        free = {rc: sum(max(0, r.get(rc, 0)) for r in room.values())
+                for rc in asked}
         others = []
-        for interval, row in admission.intervals(models.GLOBAL_LOCK):
-            if by_allocation:
-                used_hosts = _instance_hosts(row.lease or {})
-                if used_hosts and not used_hosts & set(hosts):
+        found = admission.txn.instance_intervals(
+            admission.start, admission.end, exclude=admission.exclude)
+        ours = None if hosts is None else {
+            name.replace(' ', '%20') for name in hosts}
+        for interval, row in found:
+            if ours is not None and row.instance_hosts:
+                if ours.isdisjoint(row.instance_hosts.split(' ')):
                     continue
-            others.append(window.Interval(interval.start, interval.end, {
-                rc: interval.amounts.get('class:' + rc, 0)
-                for rc in _CLASSES}))
+            others.append(interval)
         peaks = window.peaks(others, admission.start, admission.end,
                              list(asked))
         for rc in sorted(asked):
@@ -144,7 +165,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                     'Not enough free %s on the %d eligible hosts from %s to '
                     '%s: the lease asks for %d, other leases hold %s, and '
                     '%d is free in Placement now.'
-                    % (rc, len(hosts), ledger_base.when(admission.start),
+                    % (rc, count, ledger_base.when(admission.start),
                        ledger_base.when(admission.end), asked[rc],
                        ledger_base.peak_text(peaks[rc]), free[rc]))
 

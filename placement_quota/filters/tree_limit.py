@@ -27,6 +27,7 @@ parent's limit together.
 """
 
 import threading
+import time
 
 from oslo_config import cfg
 
@@ -52,30 +53,51 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
         super().__init__(conf)
         self._lock = threading.Lock()
         self._source = None
-        self._cached = (None, None)
+        self._built = None   # (monotonic time, tree)
+        self._request = threading.local()
 
     def _tree(self):
+        """The project tree: built once from a local source (the embedded
+        limits file does not change while the service runs), kept for
+        ``[limits] cache_ttl`` seconds from Keystone, else read again for
+        every request (specs/002: limits are read before each check)."""
         with self._lock:
             if self._source is None:
                 from placement_quota.identity import limits
                 self._source = limits.source_from_conf(self.conf)
-            data = self._source.load()
-            if self._cached[0] is data:
-                return self._cached[1]
-            tree = tree_mod.ProjectTree.from_data(
-                data, strict=False,
-                unregistered_limit=self.conf.limits.
-                unregistered_resource_limit)
-            self._cached = (data, tree)
-            return tree
+            source = self._source
+            built = self._built
+        now = time.monotonic()
+        if built is not None:
+            if source.local:
+                return built[1]
+            ttl = self.conf.limits.cache_ttl
+            if ttl and now - built[0] < ttl:
+                return built[1]
+        tree = tree_mod.ProjectTree.from_data(
+            source.load(), strict=False,
+            unregistered_limit=self.conf.limits.unregistered_resource_limit)
+        with self._lock:
+            self._built = (now, tree)
+        return tree
 
     def ledger_locks(self, context):
         tree = self._tree()
+        # check() of the same request uses this very tree: one read of the
+        # source per request.
+        self._request.tree = (context.project_id, tree)
         if context.project_id in tree:
             root = tree.root(context.project_id)
             if root != context.project_id:
                 return [root]
         return []
+
+    def _request_tree(self, project_id):
+        handed = getattr(self._request, 'tree', None)
+        self._request.tree = None
+        if handed is not None and handed[0] == project_id:
+            return handed[1]
+        return self._tree()
 
     def _resources(self, tree, asked):
         listed = self.conf.enforcement.tree_limit_resources
@@ -88,7 +110,7 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
         return tree.default_limit(resource)
 
     def check(self, admission):
-        tree = self._tree()
+        tree = self._request_tree(admission.project_id)
         asked = admission.amounts
         resources = self._resources(tree, asked)
         if not resources:

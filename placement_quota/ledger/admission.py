@@ -100,15 +100,17 @@ class Admission:
         """The entry the request replaces, left out of every peak."""
         return None if self.entry is None else self.entry.id
 
-    def intervals(self, project_ids=None):
+    def intervals(self, project_ids=None, with_lease=False):
         """``[(Interval, row)]`` overlapping the lease's window, of
-        ``project_ids`` (default: the project; ``'*'``: every project)."""
+        ``project_ids`` (default: the project; ``'*'``: every project);
+        ``with_lease`` adds the stored lease to each row."""
         if project_ids is None:
             project_ids = [self.project_id]
         elif project_ids == models.GLOBAL_LOCK:
             project_ids = None
         return self.txn.intervals(self.start, self.end, project_ids,
-                                  exclude=self.exclude)
+                                  exclude=self.exclude,
+                                  with_lease=with_lease)
 
     def peaks(self, project_ids=None, resources=None):
         """``{resource: window.Peak}`` already reserved during the lease's

@@ -58,8 +58,21 @@ leases = sa.Table(
     sa.Column('end_date', sa.DateTime, nullable=False),
     # end_date, or the actual end once on-end came before it.
     sa.Column('effective_end', sa.DateTime, nullable=False),
+    # Seconds from start_date to end_date: the longest one bounds the
+    # start dates a window query must look at (see Transaction.intervals).
+    sa.Column('duration_s', sa.Integer, nullable=False),
     sa.Column('state', sa.String(16), nullable=False),
     sa.Column('amounts', sa.JSON, nullable=False),
+    # The instance amounts again (class:VCPU, class:MEMORY_MB,
+    # class:DISK_GB), as integers the capacity policy reads without
+    # decoding JSON; 0 for leases without instances.
+    sa.Column('instance_vcpus', sa.BigInteger, nullable=False, default=0),
+    sa.Column('instance_memory_mb', sa.BigInteger, nullable=False,
+              default=0),
+    sa.Column('instance_disk_gb', sa.BigInteger, nullable=False, default=0),
+    # Space-separated hypervisor host names of those instances' allocations
+    # ('' when Blazar named none).
+    sa.Column('instance_hosts', sa.Text, nullable=False, default=''),
     # The lease as it was allowed (reservations, allocations): what the
     # capacity policy and the reconcile tool read.
     sa.Column('lease', sa.JSON, nullable=False),
@@ -72,6 +85,8 @@ leases = sa.Table(
     sa.Column('ended_at', sa.DateTime, nullable=True),
     sa.Index('ix_leases_project_end', 'project_id', 'effective_end'),
     sa.Index('ix_leases_end', 'effective_end'),
+    sa.Index('ix_leases_start', 'start_date'),
+    sa.Index('ix_leases_duration', 'duration_s'),
     sa.Index('ix_leases_provisional_key', 'provisional_key'),
 )
 

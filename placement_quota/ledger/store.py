@@ -33,6 +33,7 @@ from oslo_utils import timeutils
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from placement_quota.ledger import accounting
 from placement_quota.ledger import models
 from placement_quota.ledger import window
 
@@ -75,6 +76,12 @@ def _configure_sqlite(engine, lock_timeout):
         cursor = dbapi_connection.cursor()
         cursor.execute('PRAGMA busy_timeout = %d' % (lock_timeout * 1000))
         cursor.execute('PRAGMA foreign_keys = ON')
+        # Write-ahead log: readers never wait for the writer, and a commit
+        # is one append (synced at checkpoints) instead of two fsyncs; an
+        # operating-system crash can lose the last commits, a process
+        # crash cannot.
+        cursor.execute('PRAGMA journal_mode = WAL')
+        cursor.execute('PRAGMA synchronous = NORMAL')
         cursor.close()
 
     @sa.event.listens_for(engine, 'begin')
@@ -266,12 +273,17 @@ class Transaction:
                        t.c.provisional_key == provisional_key)
             .order_by(t.c.id.desc())).first()
 
-    def intervals(self, start, end, project_ids=None, exclude=None):
-        """:class:`window.Interval` of every live entry overlapping
-        ``[start, end)``: of ``project_ids``, or of every project."""
+    def intervals(self, start, end, project_ids=None, exclude=None,
+                  with_lease=False):
+        """``[(window.Interval, row)]`` of every live entry overlapping
+        ``[start, end)``: of ``project_ids``, or of every project. The row
+        has ``id``, ``project_id`` and, ``with_lease``, the stored lease."""
         t = models.leases
-        query = sa.select(t.c.id, t.c.project_id, t.c.start_date,
-                          t.c.effective_end, t.c.amounts, t.c.lease).where(
+        columns = [t.c.id, t.c.project_id, t.c.start_date, t.c.effective_end,
+                   t.c.amounts]
+        if with_lease:
+            columns.append(t.c.lease)
+        query = sa.select(*columns).where(
             t.c.state != models.DENIED, t.c.effective_end > start,
             t.c.start_date < end)
         if project_ids is not None:
@@ -284,6 +296,33 @@ class Transaction:
             query = query.where(t.c.id != exclude)
         return [(_row_interval(row), row) for row in
                 self.connection.execute(query)]
+
+    def instance_intervals(self, start, end, exclude=None):
+        """``[(window.Interval, row)]`` of every project's live entries
+        with instances overlapping ``[start, end)``; the amounts are
+        ``{'VCPU': n, 'MEMORY_MB': n, 'DISK_GB': n}``, and the row has
+        ``instance_hosts``."""
+        t = models.leases
+        columns = [t.c.id, t.c.start_date, t.c.effective_end,
+                   t.c.instance_vcpus, t.c.instance_memory_mb,
+                   t.c.instance_disk_gb, t.c.instance_hosts]
+        # No lease is longer than the longest in the ledger: only those
+        # starting less than that before the window can overlap it, which
+        # bounds the index range on start_date on both sides.
+        longest = self.connection.execute(
+            sa.select(sa.func.max(t.c.duration_s))).scalar() or 0
+        query = sa.select(*columns).where(
+            t.c.start_date >= start - datetime.timedelta(seconds=longest),
+            t.c.start_date < end, t.c.effective_end > start,
+            t.c.state != models.DENIED,
+            (t.c.instance_vcpus + t.c.instance_memory_mb +
+             t.c.instance_disk_gb) > 0)
+        if exclude is not None:
+            query = query.where(t.c.id != exclude)
+        return [(window.Interval(row.start_date, row.effective_end, {
+            'VCPU': row.instance_vcpus, 'MEMORY_MB': row.instance_memory_mb,
+            'DISK_GB': row.instance_disk_gb}), row)
+            for row in self.connection.execute(query)]
 
     def open_count(self, project_id, exclude=None):
         """Pending and active leases of a project now."""
@@ -299,12 +338,20 @@ class Transaction:
     def insert(self, **values):
         values.setdefault('created_at', self.now)
         values.setdefault('effective_end', values['end_date'])
+        values['duration_s'] = duration(values)
+        values.update(instance_columns(values['amounts'],
+                                       values.get('lease')))
         result = self.connection.execute(
             models.leases.insert().values(**values))
         return result.inserted_primary_key[0]
 
     def update(self, row_id, **values):
         values.setdefault('updated_at', self.now)
+        if 'start_date' in values:
+            values['duration_s'] = duration(values)
+        if 'amounts' in values:
+            values.update(instance_columns(values['amounts'],
+                                           values.get('lease')))
         self.connection.execute(
             models.leases.update().where(models.leases.c.id == row_id)
             .values(**values))
@@ -357,6 +404,33 @@ class Transaction:
         return list(self.connection.execute(
             sa.select(t).where(t.c.project_id == project_id)
             .order_by(t.c.id)))
+
+
+def duration(values):
+    """Whole seconds from ``start_date`` to ``end_date`` (rounded up)."""
+    seconds = (values['end_date'] - values['start_date']).total_seconds()
+    return int(-(-seconds // 1))
+
+
+def instance_hosts(lease_body):
+    """Host names of the instance reservations of a lease body."""
+    names = set()
+    for reservation in (lease_body or {}).get('reservations') or ():
+        if reservation.get('resource_type') != 'virtual:instance':
+            continue
+        for allocation in reservation.get('allocations') or ():
+            name = allocation.get('hypervisor_hostname')
+            if isinstance(name, str) and name:
+                names.add(name.replace(' ', '%20'))
+    return names
+
+
+def instance_columns(amounts, lease_body=None):
+    """The ``instance_*`` columns of an entry holding ``amounts``."""
+    return {'instance_vcpus': amounts.get(accounting.VCPU, 0),
+            'instance_memory_mb': amounts.get(accounting.MEMORY_MB, 0),
+            'instance_disk_gb': amounts.get(accounting.DISK_GB, 0),
+            'instance_hosts': ' '.join(sorted(instance_hosts(lease_body)))}
 
 
 def state_at(row, now):

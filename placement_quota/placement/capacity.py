@@ -343,3 +343,36 @@ def instances_that_fit_on_hosts(
     capacities = dict(zip(uuids, read))
     per_host = {u: instances_that_fit(capacities[u], request) for u in uuids}
     return HostsFit(per_host, sum(per_host.values()), capacities)
+
+
+# --- capacity of every host in one call --------------------------------------
+
+
+def candidate_room(client: placement_client.PlacementClient,
+                   request: typing.Mapping[str, int]
+                   ) -> typing.Dict[str, typing.Dict[str, int]]:
+    """Provider UUID -> {resource class: room} of every provider that can
+    hold at least one instance of size ``request``, in one call.
+
+    ``GET /allocation_candidates?resources=...`` answers with provider
+    summaries giving each candidate's ``capacity`` (Placement's rule) and
+    ``used`` per class; room is their difference. A provider missing from
+    the answer has no room for one such instance. One call whatever the
+    number of hosts, where :func:`instances_that_fit_on_hosts` makes two
+    per host.
+
+    :raises ValueError: as :func:`validate_request`, before the call.
+    """
+    request = validate_request(request)
+    query = ','.join('%s:%d' % item for item in sorted(request.items()))
+    found = client.get('/allocation_candidates?resources=%s' % query)
+    return {uuid: {rc: int(value['capacity']) - int(value['used'])
+                   for rc, value in summary['resources'].items()}
+            for uuid, summary in found['provider_summaries'].items()}
+
+
+def fit_in_room(room: typing.Mapping[str, int],
+                request: typing.Mapping[str, int]) -> int:
+    """How many instances of ``request`` fit in one provider's ``room``."""
+    return min(max(0, room.get(rc, 0)) // amount
+               for rc, amount in request.items() if amount)

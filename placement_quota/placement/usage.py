@@ -75,6 +75,10 @@ class PlacementUsage:
         project_ids = list(project_ids)
         if not project_ids:
             return {}
+        if len(project_ids) == 1:   # no thread pool for one read
+            project_id = project_ids[0]
+            return {project_id: amounts(capacity.project_usages(
+                self.client, project_id), resources)}
         workers = max(1, min(self.max_workers, len(project_ids)))
         with concurrent.futures.ThreadPoolExecutor(workers) as pool:
             read = pool.map(

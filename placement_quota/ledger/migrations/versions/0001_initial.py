@@ -40,8 +40,13 @@ def upgrade():
         sa.Column('start_date', sa.DateTime, nullable=False),
         sa.Column('end_date', sa.DateTime, nullable=False),
         sa.Column('effective_end', sa.DateTime, nullable=False),
+        sa.Column('duration_s', sa.Integer, nullable=False),
         sa.Column('state', sa.String(16), nullable=False),
         sa.Column('amounts', sa.JSON, nullable=False),
+        sa.Column('instance_vcpus', sa.BigInteger, nullable=False),
+        sa.Column('instance_memory_mb', sa.BigInteger, nullable=False),
+        sa.Column('instance_disk_gb', sa.BigInteger, nullable=False),
+        sa.Column('instance_hosts', sa.Text, nullable=False),
         sa.Column('lease', sa.JSON, nullable=False),
         sa.Column('hourly_rate', sa.BigInteger, nullable=False),
         sa.Column('charged', sa.BigInteger, nullable=False),
@@ -53,6 +58,8 @@ def upgrade():
     op.create_index('ix_leases_project_end', 'leases',
                     ['project_id', 'effective_end'])
     op.create_index('ix_leases_end', 'leases', ['effective_end'])
+    op.create_index('ix_leases_start', 'leases', ['start_date'])
+    op.create_index('ix_leases_duration', 'leases', ['duration_s'])
     op.create_index('ix_leases_provisional_key', 'leases',
                     ['provisional_key'])
     op.create_table(

@@ -1,0 +1,341 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Benchmark: check-create with every policy filter on a large ledger.
+
+Two measurements, against a real Placement (the embedded server, a
+subprocess on loopback) and a real ledger database:
+
+1. **check-create latency** through our HTTP service with the whole chain
+   enabled (MaximumReservationLength, ReservationSize, LeaseCount,
+   NovaQuota, PlacementCapacity, Credit, ProjectTreeLimit) on a ledger of
+   ``--leases`` leases (default 100000) spread over ``--projects``
+   projects in trees of 10 and over a year. Each request is a new lease of
+   a random project, half instance and half host reservations; it is
+   recorded when allowed, so the ledger grows as the run goes. The anchor
+   (../shared/ANCHORS.md): no existing service has these policies; the goal
+   of the [policies] issue is p99 under 20 ms at 100000 leases.
+2. **Placement /usages reads to find how many instances fit a quota**:
+   ours reads the project's usage once and divides
+   (``nova_quota.instances_that_fit``); Nova's unified limits
+   (``nova/limit/placement.py``, ``enforce_num_instances_and_resources``)
+   retries the enforcement with max_count, max_count - 1, ... each round
+   reading the usage again. Its loop is reproduced here on the same
+   Placement, one ``/usages`` read per round, as its code does.
+
+    python tools/bench/policies.py [--leases 100000] [--requests 400]
+        [--connection postgresql+psycopg2://...]
+
+prints one JSON object on stdout and a summary on stderr.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import random
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import requests  # noqa: E402
+
+from placement_quota.api import app as api_app  # noqa: E402
+from placement_quota import conf as pq_conf  # noqa: E402
+from placement_quota.filters import chain as chain_mod  # noqa: E402
+from placement_quota.filters import nova_quota  # noqa: E402
+from placement_quota import ledger as ledger_pkg  # noqa: E402
+from placement_quota.ledger import models  # noqa: E402
+from placement_quota.ledger import store  # noqa: E402
+from placement_quota.placement import client as placement_client  # noqa
+from placement_quota.placement import embedded  # noqa: E402
+from placement_quota.placement import usage as placement_usage  # noqa
+from placement_quota import wsgi_server  # noqa: E402
+
+GOAL_P99_MS = 20.0
+FILTERS = ['MaximumReservationLengthFilter', 'ReservationSizeFilter',
+           'LeaseCountFilter', 'NovaQuotaFilter', 'PlacementCapacityFilter',
+           'CreditFilter', 'ProjectTreeLimitFilter']
+START = datetime.datetime(2030, 1, 1)
+
+
+def project_ids(count):
+    """Trees of one root and nine children."""
+    projects = {}
+    for i in range(count):
+        root = 'root-%d' % (i // 10)
+        pid = root if i % 10 == 0 else 'child-%d' % i
+        projects[pid] = None if pid == root else root
+    return projects
+
+
+def seed_placement(client, hosts):
+    names = []
+    for i in range(hosts):
+        name = 'bench-cn-%d-%s' % (i, uuid.uuid4().hex[:6])
+        rp = client.post('/resource_providers', json={'name': name}).json()
+        client.put('/resource_providers/%s/inventories' % rp['uuid'], json={
+            'resource_provider_generation': rp['generation'],
+            'inventories': {'VCPU': {'total': 4096},
+                            'MEMORY_MB': {'total': 4096 * 1024},
+                            'DISK_GB': {'total': 100000}}})
+        names.append((name, rp['uuid']))
+    return names
+
+
+def instance_reservation(rng, hosts):
+    chosen = rng.sample(hosts, 2)
+    return {'resource_type': 'virtual:instance', 'amount': rng.randint(1, 3),
+            'vcpus': 2, 'memory_mb': 2048, 'disk_gb': 10,
+            'allocations': [{'id': u, 'hypervisor_hostname': n}
+                            for n, u in chosen]}
+
+
+def host_reservation(rng, hosts):
+    chosen = rng.sample(hosts, rng.randint(1, 2))
+    return {'resource_type': 'physical:host', 'min': len(chosen),
+            'max': len(chosen),
+            'allocations': [{'id': u, 'hypervisor_hostname': n,
+                             'extra': {'su_factor': 1.0}}
+                            for n, u in chosen]}
+
+
+def seed_ledger(ledger, projects, leases, hosts, rng):
+    """``leases`` pending leases over a year, bulk-inserted."""
+    from placement_quota.ledger import accounting
+    from placement_quota import lease as lease_model
+    names = sorted(projects)
+    rows = []
+    now = datetime.datetime.utcnow()
+    for i in range(leases):
+        start = START + datetime.timedelta(hours=rng.randrange(0, 24 * 365))
+        end = start + datetime.timedelta(hours=rng.randint(1, 72))
+        reservation = (instance_reservation(rng, hosts) if i % 2
+                       else host_reservation(rng, hosts))
+        body = {'start_date': start.isoformat(), 'end_date': end.isoformat(),
+                'name': 'seed-%d' % i, 'reservations': [reservation]}
+        amounts = accounting.lease_amounts(lease_model.Lease.coerce(body))
+        rows.append(dict(
+            project_id=names[i % len(names)], lease_id=None,
+            provisional_key='seed-%d' % i, name='seed-%d' % i,
+            user_id='bench', start_date=start, end_date=end,
+            effective_end=end, state=models.PENDING, amounts=amounts,
+            duration_s=int((end - start).total_seconds()),
+            lease=body, hourly_rate=0, charged=0, created_at=now,
+            **store.instance_columns(amounts, body)))
+    with ledger.engine.begin() as connection:
+        for chunk in range(0, len(rows), 5000):
+            connection.execute(models.leases.insert(),
+                               rows[chunk:chunk + 5000])
+        for pid in names:
+            connection.execute(models.credit_allocations.insert().values(
+                project_id=pid, amount=store.to_micro(10 ** 9),
+                created_at=now))
+
+
+def write_files(directory, projects):
+    tree = ['registered_limits: {hosts: 100000, instances: 100000}',
+            'projects:']
+    nova = ['model: flat',
+            'registered_limits: {servers: 1000000, class:VCPU: 1000000}']
+    for pid, parent in sorted(projects.items()):
+        tree.append('  %s: {parent: %s}' % (pid, parent) if parent
+                    else '  %s: {limits: {hosts: 1000000}}' % pid)
+    paths = {}
+    for name, lines in (('tree.yaml', tree), ('nova.yaml', nova)):
+        paths[name] = os.path.join(directory, name)
+        with open(paths[name], 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+    return paths
+
+
+def configure(directory, endpoint, connection, paths):
+    path = os.path.join(directory, 'bench.conf')
+    with open(path, 'w') as f:
+        f.write('[ledger]\nconnection = %s\n'
+                '[placement]\nauth_type = admin_token\nendpoint = %s\n'
+                'token = admin\n' % (connection, endpoint))
+    conf = pq_conf.new_config([], config_files=[path])
+    overrides = {
+        ('enforcement', 'enabled_filters'): FILTERS,
+        ('enforcement', 'reservation_max_length'): 7 * 86400,
+        ('enforcement', 'max_hosts_per_reservation'): 10,
+        ('enforcement', 'max_leases_per_project'): 100000,
+        ('enforcement', 'nova_quota_source'): 'file',
+        ('enforcement', 'nova_quota_limits_file'): paths['nova.yaml'],
+        ('enforcement', 'credit_class_rates'): {'VCPU': '0.1'},
+        ('limits', 'limits_file'): paths['tree.yaml'],
+    }
+    for (group, name), value in overrides.items():
+        conf.set_override(name, value, group)
+    return conf
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def measure_latency(url, projects, hosts, count, rng):
+    session = requests.Session()
+    names = sorted(projects)
+    timings, statuses = [], {}
+    for i in range(count):
+        start = START + datetime.timedelta(hours=rng.randrange(0, 24 * 365))
+        end = start + datetime.timedelta(hours=rng.randint(1, 72))
+        reservation = (instance_reservation(rng, hosts) if i % 2
+                       else host_reservation(rng, hosts))
+        body = json.dumps({
+            'context': {'project_id': rng.choice(names), 'user_id': 'u'},
+            'lease': {'start_date': start.isoformat(),
+                      'end_date': end.isoformat(), 'name': 'bench-%d' % i,
+                      'reservations': [reservation]}})
+        began = time.perf_counter()
+        response = session.post(url + '/v1/check-create', data=body,
+                                timeout=60)
+        timings.append((time.perf_counter() - began) * 1000)
+        statuses[response.status_code] = statuses.get(
+            response.status_code, 0) + 1
+    return timings, statuses
+
+
+def usage_reads(client, max_count):
+    """``(ours, nova)``: /usages reads to find how many instances of 2
+    VCPU fit a 40 VCPU quota with 10 VCPU in use, asking for max_count."""
+    project = 'fit-%s' % uuid.uuid4().hex[:8]
+    rp = client.post('/resource_providers', json={
+        'name': 'fit-cn-%s' % project}).json()
+    client.put('/resource_providers/%s/inventories' % rp['uuid'], json={
+        'resource_provider_generation': rp['generation'],
+        'inventories': {'VCPU': {'total': 64}}})
+    client.put('/allocations/%s' % uuid.uuid4(), json={
+        'allocations': {rp['uuid']: {'resources': {'VCPU': 10}}},
+        'project_id': project, 'user_id': 'u', 'consumer_generation': None,
+        'consumer_type': 'INSTANCE'})
+    limits = {'class:VCPU': 40, 'servers': 100}
+    per_instance = {'class:VCPU': 2, 'servers': 1}
+    reader = placement_usage.PlacementUsage(client)
+
+    before = client.calls
+    in_use = reader.get_usage([project], list(limits))[project]
+    ours = nova_quota.instances_that_fit(limits, in_use, {}, per_instance)
+    ours_reads = client.calls - before
+
+    before = client.calls
+    count = max_count
+    while count >= 0:
+        in_use = reader.get_usage([project], list(limits))[project]
+        if all(in_use.get(r, 0) + count * per_instance[r] <= limits[r]
+               for r in limits):
+            break
+        count -= 1
+    nova_reads = client.calls - before
+    assert count == ours, (count, ours)
+    return {'max_count': max_count, 'fit': ours, 'ours_reads': ours_reads,
+            'nova_loop_reads': nova_reads}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--leases', type=int, default=100000)
+    parser.add_argument('--projects', type=int, default=1000)
+    parser.add_argument('--hosts', type=int, default=20)
+    parser.add_argument('--requests', type=int, default=400)
+    parser.add_argument('--max-count', type=int, default=50)
+    parser.add_argument('--connection',
+                        help='Ledger URL (default: a SQLite file in a '
+                             'temporary directory).')
+    parser.add_argument('--capacity-cache-ttl', type=int, default=5,
+                        help='[enforcement] capacity_cache_ttl of the second '
+                             'run (the first reads Placement every time).')
+    parser.add_argument('--seed', type=int, default=42)
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    directory = tempfile.mkdtemp(prefix='pq-bench-policies-')
+    connection = args.connection or 'sqlite:///%s' % os.path.join(
+        directory, 'ledger.sqlite')
+
+    server = embedded.ServerProcess()
+    try:
+        client = placement_client.PlacementClient.from_endpoint(
+            server.url, embedded.NOAUTH_HEADERS)
+        hosts = seed_placement(client, args.hosts)
+        projects = project_ids(args.projects)
+        ledger = store.Ledger(connection, migrate=True)
+        began = time.perf_counter()
+        seed_ledger(ledger, projects, args.leases, hosts, rng)
+        seeded = time.perf_counter() - began
+        ledger.dispose()
+        conf = configure(directory, server.url, connection,
+                         write_files(directory, projects))
+        chain = chain_mod.FilterChain(conf)
+        app = api_app.make_app(conf, chain)
+        service = wsgi_server.WSGIServer(app, threads=4).start()
+        phases = {}
+        try:
+            # Warm-up: connections, caches, the first limits read.
+            measure_latency(service.url, projects, hosts, 60,
+                            random.Random(1))
+            for ttl in (0, args.capacity_cache_ttl):
+                conf.set_override('capacity_cache_ttl', ttl, 'enforcement')
+                phases[ttl] = measure_latency(
+                    service.url, projects, hosts, args.requests, rng)
+        finally:
+            service.stop()
+            ledger_pkg.forget(conf)
+        fit = usage_reads(client, args.max_count)
+    finally:
+        server.stop()
+    result = {
+        'ledger': connection.split(':')[0],
+        'ledger_leases': args.leases, 'projects': args.projects,
+        'hosts': args.hosts, 'filters': FILTERS,
+        'seed_seconds': round(seeded, 1),
+        'goal_p99_ms': GOAL_P99_MS,
+        'check_create': [summary(ttl, *phases[ttl]) for ttl in phases],
+        'instances_that_fit': fit,
+    }
+    print(json.dumps(result))
+    for phase in result['check_create']:
+        sys.stderr.write(
+            'check-create, %d filters, %d leases (%s), capacity cache %d s: '
+            'p50 %.1f ms, p95 %.1f ms, p99 %.1f ms (goal < %.0f ms)\n'
+            % (len(FILTERS), args.leases, result['ledger'],
+               phase['capacity_cache_ttl'], phase['p50_ms'],
+               phase['p95_ms'], phase['p99_ms'], GOAL_P99_MS))
+    sys.stderr.write(
+        'instances that fit: ours %d /usages read, Nova\'s loop %d '
+        '(max_count %d, %d fit)\n'
+        % (fit['ours_reads'], fit['nova_loop_reads'], fit['max_count'],
+           fit['fit']))
+    return 0
+
+
+def summary(ttl, timings, statuses):
+    return {'capacity_cache_ttl': ttl, 'requests': len(timings),
+            'statuses': {str(k): v for k, v in sorted(statuses.items())},
+            'p50_ms': round(statistics.median(timings), 2),
+            'p95_ms': round(percentile(timings, 0.95), 2),
+            'p99_ms': round(percentile(timings, 0.99), 2),
+            'max_ms': round(max(timings), 2),
+            'goal_met': percentile(timings, 0.99) < GOAL_P99_MS}
+
+
+if __name__ == '__main__':
+    sys.exit(main())
