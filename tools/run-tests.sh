@@ -20,6 +20,24 @@ if ! command -v dot >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
         || echo "Could not install graphviz: the PNG tests will skip."
 fi
 
+# PostgreSQL's server binaries (initdb, postgres) for the functional tests
+# that need a real database: tests/fixtures/postgresql.py starts a private
+# cluster of its own, so no system cluster is started here. Installed only
+# when missing and apt-get is there; otherwise those tests skip.
+if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
+        && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing the Debian package postgresql (for the database tests)..."
+    # Keep the package from creating (and starting) the system cluster.
+    mkdir -p /etc/postgresql-common/createcluster.d 2>/dev/null \
+        && echo 'create_main_cluster = false' 2>/dev/null \
+            >/etc/postgresql-common/createcluster.d/placement-quota-tests.conf
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q postgresql >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 \
+             && apt-get install -y -q postgresql >/dev/null; } \
+        || echo "Could not install postgresql: the PostgreSQL tests will skip."
+fi
+
 # stevedore caches entry points per user; a fresh cache per run keeps a
 # stale one (from an older checkout) out of the tests.
 cache=$(mktemp -d)
