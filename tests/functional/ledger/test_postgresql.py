@@ -1,0 +1,164 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The ledger on a real PostgreSQL: migrations, and two service processes
+admitting concurrently never pass a limit together."""
+
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import uuid
+
+import fixtures
+import requests
+import testtools
+
+from placement_quota.ledger import store
+from tests.fixtures import postgresql
+from tests.functional.ledger import base
+
+#: Seconds a ``placement-quota serve`` process may take to listen.
+START_TIMEOUT = 60
+LISTENING = re.compile(r'listening on (http://\S+)/v1/')
+
+
+class PostgreSQLTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.database = self.useFixture(postgresql.PostgreSQLDatabase())
+
+
+class TestMigrations(PostgreSQLTestCase):
+
+    def test_sync_brings_an_empty_database_to_the_head_revision(self):
+        ledger = store.Ledger(self.database.url, migrate=True)
+        self.addCleanup(ledger.dispose)
+        self.assertEqual(ledger.head_revision(), ledger.current_revision())
+
+    def test_unsynced_database_is_refused_naming_db_sync(self):
+        error = self.assertRaises(store.LedgerError, store.Ledger,
+                                  self.database.url)
+        self.assertIn('run "placement-quota db sync"', str(error))
+
+    def test_credit_refund_is_exact_on_postgresql(self):
+        ledger = store.Ledger(self.database.url, migrate=True)
+        self.addCleanup(ledger.dispose)
+        with ledger.transaction(['p']) as txn:
+            allocation = txn.add_allocation('p', store.to_micro(10))
+            row = txn.insert(project_id='p', provisional_key='k',
+                             start_date=base.NOW, end_date=base.NOW,
+                             state='pending', amounts={}, lease={},
+                             hourly_rate=0, charged=store.to_micro(3.5))
+            txn.charge('p', row, allocation, store.to_micro(3.5), 'create')
+            txn.charge('p', row, allocation, -store.to_micro(1.25), 'end')
+        with ledger.transaction() as txn:
+            self.assertEqual(store.to_micro(2.25), txn.spent(allocation))
+
+
+class ServiceProcess:
+    """``placement-quota serve`` in a subprocess on a free port."""
+
+    def __init__(self, config):
+        self.process = subprocess.Popen(
+            [sys.executable, '-m', 'placement_quota.cmd.main',
+             '--config-file', config, 'serve', '--port', '0'],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        found = LISTENING.search(line)
+        if not found:
+            self.stop()
+            raise AssertionError('serve did not start: %r %s'
+                                 % (line, self.process.stderr.read()))
+        self.url = found.group(1)
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class TestTwoServiceProcesses(PostgreSQLTestCase):
+    """Two service processes, 16 threads, one project at its limit."""
+
+    requests_sent = 40
+
+    def start_services(self, filters, extra=''):
+        directory = self.useFixture(fixtures.TempDir()).path
+        config = os.path.join(directory, 'placement-quota.conf')
+        limits = os.path.join(directory, 'limits.yaml')
+        with open(limits, 'w') as f:
+            f.write('registered_limits: {hosts: 10}\n')
+        with open(config, 'w') as f:
+            f.write('[ledger]\nconnection = %s\ncount_host_resources = '
+                    'false\nlock_timeout = 60\n'
+                    '[limits]\nlimits_file = %s\n'
+                    '[enforcement]\nenabled_filters = %s\n%s'
+                    '[api]\nthreads = 8\n'
+                    % (self.database.url, limits, ','.join(filters),
+                       extra))
+        subprocess.run([sys.executable, '-m', 'placement_quota.cmd.main',
+                        '--config-file', config, 'db', 'sync'],
+                       check=True, capture_output=True, timeout=120)
+        services = []
+        for _ in range(2):
+            service = ServiceProcess(config)
+            self.addCleanup(service.stop)
+            services.append(service)
+        return services
+
+    def hammer(self, services, project):
+        def one(i):
+            body = {'context': {'project_id': project},
+                    'lease': base.lease(base.day(2), base.day(3),
+                                        base.hosts('h-%d' % i),
+                                        name='lease-%d' % i)}
+            url = services[i % 2].url + '/v1/check-create'
+            return requests.post(url, data=json.dumps(body),
+                                 timeout=120).status_code
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            return list(pool.map(one, range(self.requests_sent)))
+
+    def live_entries(self, project):
+        ledger = store.Ledger(self.database.url)
+        self.addCleanup(ledger.dispose)
+        with ledger.transaction() as txn:
+            return [row for row in txn.leases(project)
+                    if row.state != 'denied']
+
+    def test_tree_limit_admits_exactly_the_limit(self):
+        services = self.start_services(['ProjectTreeLimitFilter'])
+        project = 'p-%s' % uuid.uuid4().hex[:8]
+        statuses = self.hammer(services, project)
+        self.assertEqual({204: 10, 403: 30},
+                         {s: statuses.count(s) for s in set(statuses)})
+        self.assertEqual(10, len(self.live_entries(project)))
+
+    def test_credits_admit_exactly_what_the_allocation_pays(self):
+        services = self.start_services(
+            ['CreditFilter'], 'credit_host_rate = 0.5\n')
+        project = 'p-%s' % uuid.uuid4().hex[:8]
+        ledger = store.Ledger(self.database.url)
+        self.addCleanup(ledger.dispose)
+        with ledger.transaction([project]) as txn:
+            allocation = txn.add_allocation(project, store.to_micro(120))
+        statuses = self.hammer(services, project)
+        # Each lease: 24 hours x 0.5 credits = 12 credits; 120 pay for 10.
+        self.assertEqual({204: 10, 403: 30},
+                         {s: statuses.count(s) for s in set(statuses)})
+        with ledger.transaction() as txn:
+            self.assertEqual(store.to_micro(120), txn.spent(allocation))
