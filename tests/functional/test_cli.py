@@ -162,7 +162,13 @@ class TestFilterList(CLITestCase):
                 for r in json.loads(result.stdout)}
         self.assertEqual({'ExternalServiceFilter': 1,
                           'MaximumReservationLengthFilter': 2,
-                          'MaxLeaseDurationFilter': ''}, rows)
+                          'MaxLeaseDurationFilter': '',
+                          'ReservationSizeFilter': '',
+                          'LeaseCountFilter': '',
+                          'NovaQuotaFilter': '',
+                          'PlacementCapacityFilter': '',
+                          'CreditFilter': '',
+                          'ProjectTreeLimitFilter': ''}, rows)
 
 
 class TestServe(CLITestCase):
