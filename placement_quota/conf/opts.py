@@ -18,6 +18,7 @@ from placement_quota.conf import keystone
 from placement_quota.conf import ledger
 from placement_quota.conf import limits
 from placement_quota.conf import placement
+from placement_quota.conf import scheduler
 
 
 def list_opts():
@@ -33,6 +34,7 @@ def list_opts():
     for module in (api, enforcement, external, keystone, ledger, limits,
                    placement):
         groups.update(module.list_opts())
+    groups.update(scheduler.list_opts())
     groups[enforcement.GROUP] = (list(groups[enforcement.GROUP]) +
                                  filter_opts)
     return [(group, opts) for group, opts in groups.items()]

@@ -149,6 +149,36 @@ class NovaProcess(fixtures.Fixture):
             'aggregates': list(aggregates), 'settings': settings or {},
             'hosts': list(hosts)})
 
+    def run_filters(self, flavor, image_properties=None, hints=None,
+                    project_id=None, aggregates=(), settings=None, hosts=(),
+                    blazar_filter=False):
+        """Our request filter and host filter as nova-scheduler runs them
+        (:mod:`.nova_scheduler_child`), on aggregates stored in Nova's API
+        database.
+
+        :param settings: ``[placement_quota_scheduler]`` overrides.
+        :param blazar_filter: also run blazar-nova's ``BlazarFilter``.
+        :returns: a dict: ``ran``, ``refused`` (the ``RequestFilterFailed``
+            message or None), ``query`` (None when refused),
+            ``requested_destination``, ``host_passes`` (host -> bool, from
+            ``ReservationHostFilter``), ``host_filter_checks``,
+            ``host_filter_decisions``, ``blazar_passes`` and
+            ``blazar_checks`` (when asked) and ``logged`` (warnings and
+            errors of ``placement_quota`` loggers: ``level``, ``message``,
+            ``traceback``).
+        """
+        return self._child.call({
+            'op': 'filters', 'flavor': flavor,
+            'image_properties': image_properties or {}, 'hints': hints or {},
+            'project_id': project_id, 'aggregates': list(aggregates),
+            'settings': settings or {}, 'hosts': list(hosts),
+            'blazar_filter': blazar_filter})
+
+    def registration(self):
+        """Import and reload ``nova_filters`` in the child: see
+        :func:`.nova_scheduler_child.registration`."""
+        return self._child.call({'op': 'registration'})
+
 
 # --- the child ---------------------------------------------------------------
 
@@ -167,6 +197,9 @@ def _serve():  # pragma: no cover - runs in the child
     objects.register_all()
 
     def handle(request):
+        if request.get('op', 'schedule') != 'schedule':
+            from tests.functional.compute import nova_scheduler_child
+            return nova_scheduler_child.handle(request)
         ctxt = nova_context.RequestContext(
             user_id='user', project_id=request['project_id'],
             is_admin=False)

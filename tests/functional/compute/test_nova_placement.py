@@ -62,7 +62,8 @@ def member_of_params(query):
     return sorted(v for k, v in parse.parse_qsl(query) if k == 'member_of')
 
 
-class TestDecisionOnNovaAndPlacement(testtools.TestCase):
+class NovaPlacementCloud(testtools.TestCase):
+    """The cloud above, in the shared Placement (no tests of its own)."""
 
     def setUp(self):
         super().setUp()
@@ -180,6 +181,9 @@ class TestDecisionOnNovaAndPlacement(testtools.TestCase):
         self.assertEqual(expected, {
             self.name_of[h] for h, ok in answer['host_passes'].items()
             if ok})
+
+
+class TestDecisionOnNovaAndPlacement(NovaPlacementCloud):
 
     # -- the scenarios of the issue ------------------------------------------
 
