@@ -19,9 +19,11 @@ from placement_quota.conf import external
 from placement_quota.conf import keystone
 from placement_quota.conf import ledger
 from placement_quota.conf import limits
+from placement_quota.conf import nova
 from placement_quota.conf import placement
 
-MODULES = (api, enforcement, external, keystone, ledger, limits, placement)
+MODULES = (api, enforcement, external, keystone, ledger, limits, nova,
+           placement)
 
 
 def register_opts(conf):

@@ -17,6 +17,7 @@ from placement_quota.conf import external
 from placement_quota.conf import keystone
 from placement_quota.conf import ledger
 from placement_quota.conf import limits
+from placement_quota.conf import nova
 from placement_quota.conf import placement
 from placement_quota.conf import scheduler
 
@@ -32,7 +33,7 @@ def list_opts():
                 filter_opts.append(opt)
     groups = {}
     for module in (api, enforcement, external, keystone, ledger, limits,
-                   placement):
+                   nova, placement):
         groups.update(module.list_opts())
     groups.update(scheduler.list_opts())
     groups[enforcement.GROUP] = (list(groups[enforcement.GROUP]) +

@@ -1,0 +1,44 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``[nova]``: how placement-quota reaches the Nova API.
+
+Used for Nova's legacy quota sets (``NovaQuotaFilter`` with
+``nova_quota_source = legacy``) and for reading aggregates outside
+nova-scheduler (``schedule explain``). The standard keystoneauth options,
+session options and adapter options (``region_name``, ``valid_interfaces``,
+``endpoint_override``...).
+"""
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+from placement_quota.conf import _util
+
+GROUP = cfg.OptGroup(
+    'nova', title='Nova API client',
+    help='Where the Nova API is and how placement-quota authenticates to '
+         'it (an admin, or a user allowed to read every project\'s quota '
+         'sets).')
+
+opts = []
+
+
+def register_opts(conf):
+    _util.register_with_keystoneauth(conf, GROUP, opts)
+    ks_loading.register_adapter_conf_options(conf, GROUP.name)
+    conf.set_default('service_type', 'compute', group=GROUP.name)
+
+
+def list_opts():
+    listed = _util.list_with_keystoneauth(GROUP, opts)
+    listed[GROUP] = listed[GROUP] + ks_loading.get_adapter_conf_options()
+    return listed
