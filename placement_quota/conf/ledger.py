@@ -38,9 +38,9 @@ opts = [
                        'ledger.sqlite',
         help='SQLAlchemy URL of the ledger database. SQLite (the default) '
              'serves one host; for several service processes or hosts use '
-             'PostgreSQL (``postgresql+psycopg2://user:pass@host/db``) or '
-             'MySQL (``mysql+pymysql://...``); the driver must be '
-             'installed.'),
+             'PostgreSQL (``postgresql+psycopg2://user:pass@host/db``, '
+             'tested) or MySQL (``mysql+pymysql://...``, untested); the '
+             'driver must be installed.'),
     cfg.BoolOpt(
         'auto_migrate', default=False,
         help='Bring the schema up to date when the service starts. SQLite '
