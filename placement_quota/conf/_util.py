@@ -47,3 +47,19 @@ def list_with_keystoneauth(group, opts):
     return {group: (opts + ks_loading.get_session_conf_options() +
                     ks_loading.get_auth_common_conf_options() +
                     ks_loading.get_auth_plugin_conf_options('password'))}
+
+
+def register_service_client(conf, group, opts, service_type):
+    """Register ``opts`` plus keystoneauth's session, auth and adapter
+    options, with ``service_type`` as the adapter's default: the options
+    of a client of one OpenStack service (``[placement]``, ``[nova]``)."""
+    register_with_keystoneauth(conf, group, opts)
+    ks_loading.register_adapter_conf_options(conf, group.name)
+    conf.set_default('service_type', service_type, group=group.name)
+
+
+def list_service_client(group, opts):
+    """:func:`list_with_keystoneauth` plus the adapter options."""
+    listed = list_with_keystoneauth(group, opts)
+    listed[group] = listed[group] + ks_loading.get_adapter_conf_options()
+    return listed

@@ -21,7 +21,6 @@ openstack-placement code, in-process, on a SQLite file in
 
 import os
 
-from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 
 from placement_quota.conf import _util
@@ -56,12 +55,8 @@ opts = [
 
 
 def register_opts(conf):
-    _util.register_with_keystoneauth(conf, GROUP, opts)
-    ks_loading.register_adapter_conf_options(conf, GROUP.name)
-    conf.set_default('service_type', 'placement', group=GROUP.name)
+    _util.register_service_client(conf, GROUP, opts, 'placement')
 
 
 def list_opts():
-    listed = _util.list_with_keystoneauth(GROUP, opts)
-    listed[GROUP] = listed[GROUP] + ks_loading.get_adapter_conf_options()
-    return listed
+    return _util.list_service_client(GROUP, opts)
