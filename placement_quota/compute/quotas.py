@@ -19,17 +19,51 @@ Nova installed.
 
 from urllib import parse
 
+from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
 from oslo_log import log as logging
 
+from placement_quota.conf import _util
 from placement_quota.conf import nova as nova_conf
 
 LOG = logging.getLogger(__name__)
 
 
 class QuotaSourceError(Exception):
-    """Nova's quota sets cannot be read; says which project, where, why."""
+    """Nova's quota sets cannot be read; says which project, where, why.
+
+    ``project_id``, ``url`` (the request's, when known) and ``status``
+    (Nova's HTTP status, None when Nova did not answer).
+    """
+
+    def __init__(self, message, project_id=None, url=None, status=None):
+        super().__init__(message)
+        self.project_id = project_id
+        self.url = url
+        self.status = status
+
+
+def parse_quota_set(body):
+    """``{name: (limit, in_use + reserved)}`` of a ``GET
+    /os-quota-sets/{id}/detail`` answer (-1 is unlimited); the ``id`` and
+    any value that is not a ``{"limit": ...}`` are left out.
+
+    :raises ValueError: ``body`` is not a detailed quota set.
+    """
+    try:
+        quota_set = body['quota_set']
+        found = {}
+        for name, value in quota_set.items():
+            if isinstance(value, dict) and 'limit' in value:
+                found[name] = (int(value['limit']),
+                               int(value.get('in_use') or 0) +
+                               int(value.get('reserved') or 0))
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ValueError('not a detailed quota set (%s: %s)'
+                         % (type(exc).__name__, exc))
+    return found
 
 
 class LegacyQuotas:
@@ -62,6 +96,27 @@ class LegacyQuotas:
                    'Nova of the service catalog (%s)'
                    % (conf.nova.region_name or 'any region'))
 
+    @classmethod
+    def from_endpoint(cls, url, headers=None, session=None,
+                      timeout=_util.SESSION_TIMEOUT):
+        """Straight to the compute endpoint ``url`` (``.../v2.1``), with
+        ``headers`` on every request and no Keystone (tests, ``noauth2``).
+
+        :param session: a ``requests.Session`` to send through (to count
+            or inspect requests), else a new one.
+        """
+        sess = ks_session.Session(session=session, timeout=timeout,
+                                  additional_headers=dict(headers or {}))
+        adapter = ks_adapter.Adapter(sess, endpoint_override=url,
+                                     raise_exc=False)
+        return cls(adapter, url)
+
+    def _url(self, path):
+        endpoint = self.adapter.endpoint_override
+        if endpoint:
+            return endpoint.rstrip('/') + path
+        return '%s of %s' % (path, self.description)
+
     def limits_and_usage(self, project_id):
         """``{quota name: (limit, in use + reserved)}`` of a project."""
         url = '/os-quota-sets/%s/detail' % parse.quote(project_id, safe='')
@@ -72,23 +127,23 @@ class LegacyQuotas:
                                                  'application/json'})
         except ks_exceptions.ClientException as exc:
             raise QuotaSourceError(
-                'Cannot read the Nova quotas of project %s from %s: %s'
-                % (project_id, self.description, exc))
+                'Cannot read the Nova quotas of project %s: GET %s '
+                'failed: %s' % (project_id, self._url(url), exc),
+                project_id=project_id, url=self._url(url))
         if response.status_code != 200:
             raise QuotaSourceError(
-                'Nova answered %d to GET %s for project %s (%s): %s'
-                % (response.status_code, url, project_id, self.description,
-                   response.text[:300]))
+                'Cannot read the Nova quotas of project %s: GET %s '
+                'answered %d: %s'
+                % (project_id, response.url or self._url(url),
+                   response.status_code, ' '.join(response.text.split())[
+                       :300]),
+                project_id=project_id, url=response.url or self._url(url),
+                status=response.status_code)
         try:
-            quota_set = response.json()['quota_set']
-            found = {}
-            for name, value in quota_set.items():
-                if isinstance(value, dict) and 'limit' in value:
-                    found[name] = (int(value['limit']),
-                                   int(value.get('in_use', 0)) +
-                                   int(value.get('reserved', 0)))
-        except (ValueError, KeyError, TypeError) as exc:
+            return parse_quota_set(response.json())
+        except ValueError as exc:
             raise QuotaSourceError(
-                'Nova\'s answer to GET %s is not a quota set: %s'
-                % (url, exc))
-        return found
+                'Cannot read the Nova quotas of project %s: the answer to '
+                'GET %s is %s' % (project_id, response.url, exc),
+                project_id=project_id, url=response.url,
+                status=response.status_code)
