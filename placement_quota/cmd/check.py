@@ -62,7 +62,7 @@ class _Check(show.ShowOne):
                                   % exc)
             self.exit_status = BAD_INPUT
             return ('decision', 'message'), ('invalid', str(exc))
-        chain = serve.load_chain(self.app.conf)
+        chain = serve.load_chain(main.config(self))
         columns = ('decision', 'filter', 'message', 'filters run')
         try:
             chain.run(request)
@@ -108,7 +108,7 @@ class FilterList(lister.Lister):
     """List the available enforcement filters and which are enabled."""
 
     def take_action(self, parsed_args):
-        conf = self.app.conf
+        conf = main.config(self)
         try:
             available = chain_mod.available_filter_classes(conf)
         except chain_mod.FilterLoadError as exc:

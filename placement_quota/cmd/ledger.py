@@ -49,7 +49,7 @@ class DbSync(command.Command):
     """Create or upgrade the ledger's tables (alembic) to this version."""
 
     def take_action(self, parsed_args):
-        ledger = _ledger(self.app.conf, migrate=True)
+        ledger = _ledger(main.config(self), migrate=True)
         self.app.stdout.write('Ledger %s is at schema revision %s.\n'
                               % (ledger.describe(),
                                  ledger.current_revision()))
@@ -82,7 +82,7 @@ class CreditsAdd(show.ShowOne):
         if start and end and end <= start:
             main.fail('--end (%s) must be after --start (%s)'
                       % (parsed_args.end, parsed_args.start))
-        ledger = _ledger(self.app.conf)
+        ledger = _ledger(main.config(self))
         with ledger.transaction([parsed_args.project]) as txn:
             allocation_id = txn.add_allocation(
                 parsed_args.project, store.to_micro(parsed_args.amount),
@@ -106,7 +106,7 @@ class CreditsList(lister.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        ledger = _ledger(self.app.conf)
+        ledger = _ledger(main.config(self))
         rows = []
         with ledger.transaction() as txn:
             for allocation in txn.allocations(parsed_args.project):
@@ -172,7 +172,7 @@ class UsageShow(show.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
-        ledger = _ledger(self.app.conf)
+        ledger = _ledger(main.config(self))
         start = _date(parsed_args.start, '--start')
         end = _date(parsed_args.end, '--end')
         with ledger.transaction() as txn:

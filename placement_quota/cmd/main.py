@@ -34,6 +34,16 @@ def fail(message):
     raise SystemExit(BAD_INPUT)
 
 
+def config(command):
+    """The oslo.config ``ConfigOpts`` of the running ``command``.
+
+    Every command reads its configuration through this function, so the
+    same command classes run under ``placement-quota`` (whose app parses
+    ``--config-file``) and under the ``openstack`` client plugin.
+    """
+    return command.app.conf
+
+
 def version():
     return pbr.version.VersionInfo('placement-quota').version_string()
 

@@ -134,7 +134,7 @@ class ScheduleExplain(show.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
-        conf = self.app.conf
+        conf = main.config(self)
         scheduler_conf.register_opts(conf)
         try:
             settings = scheduler_conf.settings_from_conf(conf)

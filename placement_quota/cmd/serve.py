@@ -63,7 +63,7 @@ class Serve(command.Command):
         return parser
 
     def take_action(self, parsed_args):
-        conf = self.app.conf
+        conf = main.config(self)
         if not conf.debug:
             std_logging.getLogger().setLevel(std_logging.INFO)
         host = parsed_args.host or conf.api.bind_host

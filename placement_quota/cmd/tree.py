@@ -122,7 +122,7 @@ class TreeCheck(lister.Lister):
     def take_action(self, parsed_args):
         data = load_data(self.app, parsed_args)
         found = tree_mod.check(
-            data, unregistered_limit(self.app.conf))
+            data, unregistered_limit(main.config(self)))
         if data.model != tree_mod.STRICT_TWO_LEVEL:
             self.app.stderr.write(
                 'placement-quota: note: the source\'s model is %s; these '
@@ -191,7 +191,7 @@ class TreeShow(command.Command):
         data = load_data(self.app, parsed_args)
         tree = tree_mod.ProjectTree.from_data(
             data, strict=False,
-            unregistered_limit=unregistered_limit(self.app.conf))
+            unregistered_limit=unregistered_limit(main.config(self)))
         project_id = self._find(tree, data, parsed_args.project)
         resources = parsed_args.resources or self._resources(
             tree, data, project_id)
