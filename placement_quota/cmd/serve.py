@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``placement-quota serve``: run the enforcement service."""
+"""``placement-quota serve``: run the enforcement service, and the account
+admin API on its own port."""
 
 import logging as std_logging
 import signal
@@ -18,9 +19,12 @@ import threading
 from cliff import command
 from oslo_log import log as logging
 
+from placement_quota.api import admin
 from placement_quota.api import app as api_app
 from placement_quota.cmd import main
 from placement_quota.filters import chain as chain_mod
+from placement_quota.ledger import store as ledger_store
+from placement_quota.limits import sources as limit_sources
 from placement_quota import wsgi_server
 
 LOG = logging.getLogger(__name__)
@@ -60,7 +64,33 @@ class Serve(command.Command):
         parser.add_argument('--port', type=int, help='Port to listen on '
                             '(default: [api] bind_port, 8790; 0 picks a '
                             'free port).')
+        parser.add_argument('--admin-port', type=int, metavar='PORT',
+                            help='Also serve the account admin API '
+                            '(specs/003) on this port, on [admin_api] '
+                            'bind_host (default: [admin_api] bind_port; '
+                            'unset: not served; 0 picks a free port).')
         return parser
+
+    def _admin_server(self, conf, port):
+        """The admin API server, started, or None when not asked for."""
+        if port is None:
+            return None
+        try:
+            app = admin.make_admin_app(conf)
+        except (ValueError, ledger_store.LedgerError,
+                limit_sources.SourceError) as exc:
+            main.fail('cannot start the admin API: %s' % exc)
+        server = wsgi_server.WSGIServer(
+            app, host=conf.admin_api.bind_host, port=port,
+            threads=conf.admin_api.threads,
+            timeout=conf.api.client_socket_timeout)
+        try:
+            server.start()
+        except OSError as exc:
+            main.fail('cannot listen on %s:%s for the admin API: %s'
+                      % (conf.admin_api.bind_host, port,
+                         exc.strerror or exc))
+        return server
 
     def take_action(self, parsed_args):
         conf = main.config(self)
@@ -70,6 +100,9 @@ class Serve(command.Command):
         port = conf.api.bind_port if parsed_args.port is None \
             else parsed_args.port
         chain, app = build(conf)
+        admin_port = conf.admin_api.bind_port \
+            if parsed_args.admin_port is None else parsed_args.admin_port
+        admin_server = self._admin_server(conf, admin_port)
         server = wsgi_server.WSGIServer(
             app, host=host, port=port, threads=conf.api.threads,
             timeout=conf.api.client_socket_timeout)
@@ -80,6 +113,11 @@ class Serve(command.Command):
                 '(auth: %s; filters: %s; %d threads)\n'
                 % (srv.url, conf.api.auth_strategy,
                    ', '.join(chain.names) or 'none', conf.api.threads))
+            if admin_server is not None:
+                self.app.stdout.write(
+                    'placement-quota account admin API listening on %s/v1/ '
+                    '(auth: %s)\n' % (admin_server.url,
+                                      conf.admin_api.auth_strategy))
             self.app.stdout.flush()
 
         def stop(signum, frame):
@@ -97,4 +135,7 @@ class Serve(command.Command):
         except OSError as exc:
             main.fail('cannot listen on %s:%s: %s'
                       % (host, port, exc.strerror or exc))
+        finally:
+            if admin_server is not None:
+                admin_server.stop()
         return 0

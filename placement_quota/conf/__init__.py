@@ -13,6 +13,8 @@
 
 from oslo_log import log as logging
 
+from placement_quota.conf import accounts
+from placement_quota.conf import admin_api
 from placement_quota.conf import api
 from placement_quota.conf import enforcement
 from placement_quota.conf import external
@@ -22,8 +24,8 @@ from placement_quota.conf import limits
 from placement_quota.conf import nova
 from placement_quota.conf import placement
 
-MODULES = (api, enforcement, external, keystone, ledger, limits, nova,
-           placement)
+MODULES = (accounts, admin_api, api, enforcement, external, keystone,
+           ledger, limits, nova, placement)
 
 
 def register_opts(conf):

@@ -46,6 +46,13 @@ opts = [
         help='Embedded source: default limits by resource name, as '
              'resource:limit pairs (e.g. "cores:10,ram_mb:20480"); -1 means '
              'unlimited. The limits file\'s own registered_limits win.'),
+    cfg.BoolOpt(
+        'accounts', default=True,
+        help='Embedded source: lay the accounts of the account admin API '
+             '(their parent and limits, kept in the ledger database) over '
+             'the limits file; an account replaces the file\'s entry of '
+             'the same project. Off: the file and registered_limits '
+             'only.'),
     cfg.IntOpt(
         'unregistered_resource_limit', default=0, min=-1,
         help='The limit of a resource that has no registered and no '

@@ -11,6 +11,8 @@
 # under the License.
 """Options for oslo-config-generator (entry point ``oslo.config.opts``)."""
 
+from placement_quota.conf import accounts
+from placement_quota.conf import admin_api
 from placement_quota.conf import api
 from placement_quota.conf import enforcement
 from placement_quota.conf import external
@@ -32,8 +34,8 @@ def list_opts():
             if opt not in filter_opts:
                 filter_opts.append(opt)
     groups = {}
-    for module in (api, enforcement, external, keystone, ledger, limits,
-                   nova, placement):
+    for module in (accounts, admin_api, api, enforcement, external,
+                   keystone, ledger, limits, nova, placement):
         groups.update(module.list_opts())
     groups.update(scheduler.list_opts())
     groups[enforcement.GROUP] = (list(groups[enforcement.GROUP]) +

@@ -53,7 +53,7 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
         super().__init__(conf)
         self._lock = threading.Lock()
         self._source = None
-        self._built = None   # (monotonic time, tree)
+        self._built = None   # (monotonic time, tree, source version)
         self._request = threading.local()
 
     def _tree(self):
@@ -68,8 +68,12 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
             source = self._source
             built = self._built
         now = time.monotonic()
+        version = source.version()
         if built is not None:
-            if source.local:
+            if version is not None:
+                if built[2] == version:
+                    return built[1]
+            elif source.local:
                 return built[1]
             ttl = self.conf.limits.cache_ttl
             if ttl and now - built[0] < ttl:
@@ -78,7 +82,7 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
             source.load(), strict=False,
             unregistered_limit=self.conf.limits.unregistered_resource_limit)
         with self._lock:
-            self._built = (now, tree)
+            self._built = (now, tree, version)
         return tree
 
     def ledger_locks(self, context):

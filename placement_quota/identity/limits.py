@@ -55,6 +55,12 @@ def source_from_conf(conf):
             from placement_quota.limits import tree
             source = sources.EmbeddedSource(
                 tree.LimitData(registered_limits=registered))
+        if group.accounts:
+            from placement_quota.accounts import source as accounts_source
+            from placement_quota.conf import ledger as ledger_conf
+            ledger_conf.register_opts_once(conf)
+            source = accounts_source.AccountsSource(
+                source, accounts_source.ledger_if_present(conf))
     if group.cache_ttl:
         source = sources.CachingSource(source, group.cache_ttl)
     return source

@@ -116,3 +116,24 @@ charges = sa.Table(
     sa.Index('ix_charges_allocation', 'allocation_id'),
     sa.Index('ix_charges_lease', 'lease_row'),
 )
+
+#: The accounts of the admin API (specs/003): the embedded source of the
+#: project hierarchy and limits. ``account_id`` is the project ID as the
+#: quota system sees it: any UTF-8 string of 1 to 255 characters without
+#: ``/``.
+accounts = sa.Table(
+    'accounts', metadata,
+    sa.Column('account_id', sa.String(255), primary_key=True),
+    sa.Column('parent_id', sa.String(255), nullable=True, index=True),
+    # {resource: limit}; -1 is unlimited.
+    sa.Column('limits', sa.JSON, nullable=False),
+    # Free-form {key: string} metadata of the operator.
+    sa.Column('properties', sa.JSON, nullable=False),
+    # Bumped at every change: part of the ETag of a move action.
+    sa.Column('generation', sa.Integer, nullable=False, default=0),
+    sa.Column('created_at', sa.DateTime, nullable=False),
+    sa.Column('updated_at', sa.DateTime, nullable=True),
+    # Set by DELETE: the account answers 410 until the recovery period
+    # has passed, then 404 (and its row is purged).
+    sa.Column('deleted_at', sa.DateTime, nullable=True),
+)

@@ -51,6 +51,11 @@ class LimitSource:
         """Everything: a :class:`~placement_quota.limits.tree.LimitData`."""
         raise NotImplementedError
 
+    def version(self):
+        """A value that changes whenever the data changes, or None when the
+        source cannot tell (then :attr:`local` and cache rules apply)."""
+        return None
+
     def refresh(self, project_ids):
         """Fresh registered limits and the limits of ``project_ids``.
 

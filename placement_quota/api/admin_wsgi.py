@@ -1,0 +1,37 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""WSGI entry point of the account admin API (uWSGI, mod_wsgi, gunicorn).
+
+Configuration files come from ``PLACEMENT_QUOTA_CONFIG_FILES`` (paths
+separated by ``;``), or the usual places when it is unset. Serve it on an
+endpoint of its own, never the public one (specs/003).
+"""
+
+import os
+
+from oslo_log import log as logging
+
+from placement_quota.api import admin
+from placement_quota import conf as pq_conf
+
+
+def init_application():
+    files = [f for f in os.environ.get('PLACEMENT_QUOTA_CONFIG_FILES',
+                                       '').split(';') if f.strip()]
+    conf = pq_conf.new_config([], files or None)
+    logging.setup(conf, 'placement-quota')
+    return admin.make_admin_app(conf)
+
+
+application = None
+if os.environ.get('PLACEMENT_QUOTA_WSGI_NO_INIT') is None:
+    application = init_application()

@@ -1,0 +1,56 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``[accounts]``: accounts of the admin API (specs/003)."""
+
+from oslo_config import cfg
+
+from placement_quota.conf import _util
+
+GROUP = cfg.OptGroup(
+    'accounts', title='Accounts',
+    help='Accounts of the account admin API: their deletion, recovery and '
+         'moves.')
+
+opts = [
+    cfg.IntOpt(
+        'recovery_period', default=7 * 86400, min=0,
+        help='Seconds a deleted account stays recoverable: it answers 410 '
+             'Gone and POST /v1/{account}/action/recover brings it back. '
+             'After it, the account answers 404 and its record is purged. '
+             '0 purges at once.'),
+    cfg.IntOpt(
+        'move_list_max', default=1000, min=0,
+        help='A move action (GET .../action/move) lists the consumers and '
+             'leases that would move when there are at most this many; '
+             'above it, only their tag, count and totals (specs/003, '
+             '"tagged" move action).'),
+    cfg.IntOpt(
+        'placement_workers', default=8, min=1, max=64,
+        help='Concurrent Placement reads when listing the consumers of an '
+             'account (Placement lists no consumers by project: one read '
+             'per resource provider, then one per consumer).'),
+]
+
+
+def register_opts(conf):
+    _util.register(conf, GROUP, opts)
+
+
+def register_opts_once(conf):
+    try:
+        conf.accounts
+    except cfg.NoSuchOptError:
+        register_opts(conf)
+
+
+def list_opts():
+    return {GROUP: opts}
