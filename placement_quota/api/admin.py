@@ -178,7 +178,7 @@ class AdminAPI:
         except ids.InvalidAccountId as exc:
             response = util.HTTPError(400, str(exc), field=exc.field,
                                       value=exc.value).response()
-        LOG.debug('%s %s %s', req.method, req.path_info,
+        LOG.debug('%s %s %s', req.method, req.environ.get('PATH_INFO'),
                   response.status_int)
         return response(environ, start_response)
 
@@ -282,7 +282,7 @@ class AdminAPI:
             allowed = False
         if not allowed:
             LOG.warning('Policy %s refused %s %s to user %s (roles %s)',
-                        rule, req.method, req.path_info,
+                        rule, req.method, req.environ.get('PATH_INFO'),
                         credentials['user_id'], credentials['roles'])
             raise util.HTTPError(403, 'Policy does not allow %s'
                                  % rule, rule=rule)

@@ -56,19 +56,22 @@ class Router:
             response = self._dispatch(req)
         except util.HTTPError as exc:
             response = exc.response()
-        LOG.debug('%s %s %s %.1fms', req.method, req.path_info,
+        LOG.debug('%s %s %s %.1fms', req.method, environ.get('PATH_INFO'),
                   response.status_int, (time.monotonic() - started) * 1000)
         return response(environ, start_response)
 
     def _dispatch(self, req):
-        methods = self.routes.get(req.path_info.rstrip('/') or '/')
+        # PATH_INFO as the server gave it (latin-1): webob's path_info
+        # raises on a path that is not UTF-8.
+        path = req.environ.get('PATH_INFO', '')
+        methods = self.routes.get(path.rstrip('/') or '/')
         if methods is None:
-            raise util.HTTPError(404, 'No such resource: %s' % req.path_info)
+            raise util.HTTPError(404, 'No such resource: %s' % path)
         handler = methods.get(req.method)
         if handler is None:
             allowed = ', '.join(sorted(methods))
             raise util.HTTPError(405, 'Method %s is not allowed on %s; use '
-                                 '%s' % (req.method, req.path_info, allowed),
+                                 '%s' % (req.method, path, allowed),
                                  headers={'Allow': allowed})
         return handler(req)
 

@@ -1,0 +1,250 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``placement-quota account show|list|set|delete|recover|move``.
+
+The account admin API's operations (specs/003) from the command line,
+on the ledger database and the Placement of the configuration (as the
+admin API does; no admin API server needed). Errors are the admin API's,
+with the field and the value, and exit status 2.
+"""
+
+import json
+
+from cliff import command
+from cliff import lister
+from cliff import show
+
+from placement_quota.accounts import ids
+from placement_quota.accounts import service
+from placement_quota.cmd import main
+from placement_quota.ledger import store
+from placement_quota.limits import sources
+
+
+def _accounts(cmd):
+    try:
+        return service.Accounts.from_conf(main.config(cmd))
+    except (store.LedgerError, sources.SourceError, ValueError) as exc:
+        main.fail(str(exc))
+
+
+def _call(function, *args, **kwargs):
+    try:
+        return function(*args, **kwargs)
+    except service.AccountError as exc:
+        main.fail(exc.message)
+    except ids.InvalidAccountId as exc:
+        main.fail(str(exc))
+
+
+def _pairs(values, option):
+    """``{key: value}`` of ``KEY=VALUE`` arguments."""
+    found = {}
+    for item in values or ():
+        key, sep, value = item.partition('=')
+        if not sep or not key:
+            main.fail('%s takes KEY=VALUE, not %r' % (option, item))
+        found[key] = value
+    return found
+
+
+def _flat(document):
+    """A representation for the table formatter: one line per value."""
+    flat = {}
+    for key, value in document.items():
+        if isinstance(value, dict):
+            flat[key] = '\n'.join('%s=%s' % (k, json.dumps(v) if isinstance(
+                v, (dict, list)) else v) for k, v in sorted(value.items()))
+        elif isinstance(value, list):
+            flat[key] = '\n'.join(str(v) for v in value)
+        else:
+            flat[key] = value
+    return flat
+
+
+def _show(parsed_args, document):
+    if parsed_args.formatter in ('table', 'value', 'shell'):
+        document = _flat(document)
+    return tuple(zip(*sorted(document.items()))) or ((), ())
+
+
+class AccountShow(show.ShowOne):
+    """An account: parent, limits, metadata, children and usage."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('account', help='Account (project) ID.')
+        return parser
+
+    def take_action(self, parsed_args):
+        document = _call(_accounts(self).show, parsed_args.account)
+        return _show(parsed_args, document)
+
+
+class AccountList(lister.Lister):
+    """Every account, with its parent and limits."""
+
+    def take_action(self, parsed_args):
+        rows = [(a.account_id, a.parent_id, ', '.join(
+            '%s=%s' % i for i in sorted(a.limits.items())), ', '.join(
+            '%s=%s' % i for i in sorted(a.metadata.items())))
+            for a in _call(_accounts(self).all)]
+        return ('ID', 'Parent', 'Limits', 'Metadata'), rows
+
+
+class AccountSet(show.ShowOne):
+    """Create an account, or change its parent, limits or metadata.
+
+    Only what the options name changes; the rest is kept.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('account', help='Account (project) ID.')
+        parent = parser.add_mutually_exclusive_group()
+        parent.add_argument('--parent', help='Parent account (a root: two '
+                            'levels at most).')
+        parent.add_argument('--no-parent', action='store_true',
+                            help='Make the account a root.')
+        parser.add_argument('--limit', action='append', metavar='RES=N',
+                            help='Limit of a resource (-1: unlimited); '
+                            'repeatable.')
+        parser.add_argument('--unset-limit', action='append',
+                            metavar='RES', help='Remove a limit; '
+                            'repeatable.')
+        parser.add_argument('--property', action='append', metavar='K=V',
+                            help='Metadata; repeatable.')
+        parser.add_argument('--unset-property', action='append',
+                            metavar='K', help='Remove metadata; '
+                            'repeatable.')
+        return parser
+
+    def take_action(self, parsed_args):
+        accounts = _accounts(self)
+        try:
+            current = accounts.get(parsed_args.account)
+            body = {'parent_id': current.parent_id,
+                    'limits': current.limits, 'metadata': current.metadata}
+        except service.NotFound:
+            body = {'parent_id': None, 'limits': {}, 'metadata': {}}
+        except service.AccountError as exc:
+            main.fail(exc.message)
+        if parsed_args.parent is not None:
+            body['parent_id'] = parsed_args.parent
+        if parsed_args.no_parent:
+            body['parent_id'] = None
+        for resource, value in _pairs(parsed_args.limit, '--limit').items():
+            try:
+                body['limits'][resource] = int(value)
+            except ValueError:
+                main.fail('--limit %s=%s: the limit must be an integer'
+                          % (resource, value))
+        for resource in parsed_args.unset_limit or ():
+            body['limits'].pop(resource, None)
+        body['metadata'].update(_pairs(parsed_args.property, '--property'))
+        for key in parsed_args.unset_property or ():
+            body['metadata'].pop(key, None)
+        created, _ = _call(accounts.put, parsed_args.account, body)
+        self.app.stderr.write('%s account %s\n' % (
+            'Created' if created else 'Updated', parsed_args.account))
+        return _show(parsed_args, _call(accounts.show, parsed_args.account))
+
+
+class AccountDelete(command.Command):
+    """Delete an account; it stays recoverable for
+    [accounts] recovery_period."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('account', help='Account (project) ID.')
+        return parser
+
+    def take_action(self, parsed_args):
+        accounts = _accounts(self)
+        _call(accounts.delete, parsed_args.account)
+        self.app.stdout.write(
+            'Deleted account %s; recoverable for %d seconds with '
+            '"placement-quota account recover".\n'
+            % (parsed_args.account,
+               accounts.recovery_period.total_seconds()))
+
+
+class AccountRecover(show.ShowOne):
+    """Bring back an account deleted within its recovery period."""
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('account', help='Account (project) ID.')
+        return parser
+
+    def take_action(self, parsed_args):
+        accounts = _accounts(self)
+        _call(accounts.recover, parsed_args.account)
+        return _show(parsed_args, _call(accounts.show, parsed_args.account))
+
+
+class AccountMove(show.ShowOne):
+    """Move an account's resources to another account (specs/003).
+
+    Without --consumer or --lease, everything moves: the Placement
+    consumers whose allocations carry the account, and its open leases.
+    The source account is not deleted. With --show nothing moves: the move
+    action is printed with its ETag, for a later --if-match.
+    """
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('account', help='Source account ID.')
+        parser.add_argument('--dest', required=True,
+                            help='Destination account ID.')
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument('--consumer', metavar='UUID',
+                           help='Move only this Placement consumer.')
+        which.add_argument('--lease', metavar='LEASE_ID',
+                           help='Move only this lease of the ledger.')
+        parser.add_argument('--show', action='store_true',
+                            help='Print the move action and its ETag; '
+                            'move nothing.')
+        parser.add_argument('--if-match', metavar='ETAG',
+                            help='Move only if the move action still has '
+                            'this ETag (from --show).')
+        return parser
+
+    def take_action(self, parsed_args):
+        accounts = _accounts(self)
+        args = (parsed_args.account, parsed_args.dest,
+                parsed_args.consumer, parsed_args.lease)
+        if parsed_args.show:
+            action = _call(accounts.move_action, *args)
+        else:
+            action = _call(accounts.move, *args,
+                           if_match=parsed_args.if_match)
+            self.app.stderr.write(
+                'Moved %d consumer(s) and %d lease(s) from %s to %s\n'
+                % (len(action.consumers), len(action.leases),
+                   parsed_args.account, parsed_args.dest))
+        move = action.document['move']
+        document = {'etag': action.etag, 'source': move['source']['id'],
+                    'dest': move['dest']['id'], 'allowed': move['allowed'],
+                    'over_limits': move['over_limits'],
+                    'resources': move['resources']}
+        if parsed_args.formatter in ('table', 'value', 'shell'):
+            resources = move['resources']
+            document['resources'] = {
+                'consumers': resources['consumers'],
+                'leases': resources['leases'],
+                'tag': resources['tag'],
+                'total_usage': resources['total_usage'],
+                'total_reserved': resources['total_reserved']}
+            document['over_limits'] = [service._over_text(o)
+                                       for o in move['over_limits']]
+        return _show(parsed_args, document)
