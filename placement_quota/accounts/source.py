@@ -24,11 +24,14 @@ tells its readers when to build their tree again.
 
 import os
 
+from oslo_log import log as logging
 import sqlalchemy as sa
 
 from placement_quota.ledger import models
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
+
+LOG = logging.getLogger(__name__)
 
 
 class AccountsSource(sources.LimitSource):
@@ -54,10 +57,15 @@ class AccountsSource(sources.LimitSource):
         if engine is None:
             return (0, 0)
         t = models.accounts
-        with engine.connect() as connection:
-            count, total = connection.execute(sa.select(
-                sa.func.count(), sa.func.coalesce(
-                    sa.func.sum(t.c.generation), 0)).select_from(t)).one()
+        try:
+            with engine.connect() as connection:
+                count, total = connection.execute(sa.select(
+                    sa.func.count(), sa.func.coalesce(
+                        sa.func.sum(t.c.generation), 0)).select_from(
+                            t)).one()
+        except sa.exc.OperationalError as exc:
+            LOG.debug('No accounts table in the ledger (%s)', exc.orig)
+            return (0, 0)
         return (count, int(total))
 
     def _accounts(self, project_ids=None):
@@ -69,8 +77,13 @@ class AccountsSource(sources.LimitSource):
             t.c.deleted_at.is_(None))
         if project_ids is not None:
             query = query.where(t.c.account_id.in_(list(project_ids)))
-        with engine.connect() as connection:
-            return {r.account_id: r for r in connection.execute(query)}
+        try:
+            with engine.connect() as connection:
+                return {r.account_id: r
+                        for r in connection.execute(query)}
+        except sa.exc.OperationalError as exc:
+            LOG.debug('No accounts table in the ledger (%s)', exc.orig)
+            return {}
 
     @staticmethod
     def _overlay(data, accounts):
@@ -97,9 +110,14 @@ class AccountsSource(sources.LimitSource):
 
 
 def ledger_if_present(conf):
-    """A callable giving the ledger of ``conf``, or None while its SQLite
-    file does not exist."""
-    from placement_quota import ledger as ledger_mod
+    """A callable giving a read-only view of the ledger of ``conf`` (an
+    object with ``engine``), or None while its SQLite file does not exist.
+
+    The engine is this source's own and never migrates: the source is read
+    inside admissions that hold the ledger's write lock, where opening the
+    shared ledger (which migrates a SQLite file) would wait for that lock.
+    """
+    found = {}
 
     def get():
         url = sa.engine.make_url(conf.ledger.connection)
@@ -107,8 +125,17 @@ def ledger_if_present(conf):
                 url.database != ':memory:' and \
                 not os.path.exists(url.database):
             return None
-        return ledger_mod.shared(conf)
+        key = str(url)
+        if key not in found:
+            found.clear()
+            found[key] = _ReadOnly(sa.create_engine(url))
+        return found[key]
     return get
+
+
+class _ReadOnly:
+    def __init__(self, engine):
+        self.engine = engine
 
 
 def source_from_conf(conf):

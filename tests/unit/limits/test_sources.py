@@ -176,9 +176,11 @@ class TestSourceFromConf(FileTestCase):
 
     conf = staticmethod(limits_conf)
 
-    def test_the_default_is_embedded_with_no_cache(self):
+    def test_the_default_is_embedded_with_the_accounts_and_no_cache(self):
+        from placement_quota.accounts import source as accounts_source
         source = identity_limits.source_from_conf(self.conf())
-        self.assertIsInstance(source, sources.EmbeddedSource)
+        self.assertIsInstance(source, accounts_source.AccountsSource)
+        self.assertIsInstance(source.base, sources.EmbeddedSource)
 
     def test_registered_limits_come_from_the_options(self):
         source = identity_limits.source_from_conf(
