@@ -23,9 +23,10 @@ from placement_quota.conf import ledger
 from placement_quota.conf import limits
 from placement_quota.conf import nova
 from placement_quota.conf import placement
+from placement_quota.conf import reconcile
 
 MODULES = (accounts, admin_api, api, enforcement, external, keystone,
-           ledger, limits, nova, placement)
+           ledger, limits, nova, placement, reconcile)
 
 
 def register_opts(conf):

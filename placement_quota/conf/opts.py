@@ -21,6 +21,7 @@ from placement_quota.conf import ledger
 from placement_quota.conf import limits
 from placement_quota.conf import nova
 from placement_quota.conf import placement
+from placement_quota.conf import reconcile
 from placement_quota.conf import scheduler
 
 
@@ -35,7 +36,7 @@ def list_opts():
                 filter_opts.append(opt)
     groups = {}
     for module in (accounts, admin_api, api, enforcement, external,
-                   keystone, ledger, limits, nova, placement):
+                   keystone, ledger, limits, nova, placement, reconcile):
         groups.update(module.list_opts())
     groups.update(scheduler.list_opts())
     groups[enforcement.GROUP] = (list(groups[enforcement.GROUP]) +
