@@ -80,6 +80,10 @@ def _show(parsed_args, document):
 class AccountShow(show.ShowOne):
     """An account: parent, limits, metadata, children and usage."""
 
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('account', help='Account (project) ID.')
@@ -92,6 +96,10 @@ class AccountShow(show.ShowOne):
 
 class AccountList(lister.Lister):
     """Every account, with its parent and limits."""
+
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
 
     def take_action(self, parsed_args):
         rows = [(a.account_id, a.parent_id, ', '.join(
@@ -106,6 +114,10 @@ class AccountSet(show.ShowOne):
 
     Only what the options name changes; the rest is kept.
     """
+
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -163,6 +175,10 @@ class AccountDelete(command.Command):
     """Delete an account; it stays recoverable for
     [accounts] recovery_period."""
 
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('account', help='Account (project) ID.')
@@ -180,6 +196,10 @@ class AccountDelete(command.Command):
 
 class AccountRecover(show.ShowOne):
     """Bring back an account deleted within its recovery period."""
+
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -200,6 +220,10 @@ class AccountMove(show.ShowOne):
     The source account is not deleted. With --show nothing moves: the move
     action is printed with its ETag, for a later --if-match.
     """
+
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

@@ -59,6 +59,10 @@ class DbSync(command.Command):
 class CreditsAdd(show.ShowOne):
     """Give a project an allocation of credits (CreditFilter)."""
 
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('project', help='Project ID.')
@@ -99,6 +103,10 @@ def _iso(value):
 
 class CreditsList(lister.Lister):
     """A project's credit allocations and what is left of each."""
+
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -161,6 +169,10 @@ def usage_summary(txn, project_id, start, end):
 
 class UsageShow(show.ShowOne):
     """What a project holds: leases, peak reserved amounts, credits."""
+
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

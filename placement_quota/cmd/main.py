@@ -39,9 +39,15 @@ def config(command):
 
     Every command reads its configuration through this function, so the
     same command classes run under ``placement-quota`` (whose app parses
-    ``--config-file``) and under the ``openstack`` client plugin.
+    ``--config-file``) and under the ``openstack`` client plugin (whose
+    shell has a ``client_manager``: the configuration is the plugin's,
+    read once per shell from ``--os-placement-quota-config-file``).
     """
-    return command.app.conf
+    app = command.app
+    if getattr(app, 'client_manager', None) is not None:
+        from placement_quota.osc import plugin
+        return plugin.config(app.client_manager)
+    return app.conf
 
 
 def version():

@@ -108,6 +108,10 @@ class ScheduleExplain(show.ShowOne):
     is refused (no valid host).
     """
 
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument(

@@ -58,13 +58,13 @@ def _add_source_arguments(parser):
              'consumers). Default: source.')
 
 
-def load_data(app, parsed_args):
+def load_data(cmd, parsed_args):
     """The LimitData of the configured source (or ``--limits-file``).
 
     Stops the command with exit status 2 and the reason on stderr when the
     source cannot be read or holds malformed data.
     """
-    conf = app.conf
+    conf = main.config(cmd)
     if parsed_args.limits_file:
         conf.set_override('source', 'embedded', group='limits')
         conf.set_override('limits_file', parsed_args.limits_file,
@@ -114,13 +114,17 @@ class TreeCheck(lister.Lister):
     Exit status 0 when there is none, 1 when there are some.
     """
 
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         _add_source_arguments(parser)
         return parser
 
     def take_action(self, parsed_args):
-        data = load_data(self.app, parsed_args)
+        data = load_data(self, parsed_args)
         found = tree_mod.check(
             data, unregistered_limit(main.config(self)))
         if data.model != tree_mod.STRICT_TWO_LEVEL:
@@ -165,6 +169,10 @@ class TreeShow(command.Command):
     --format-tree or an --output ending in .dot or .png.
     """
 
+    #: The openstack shell needs no Keystone for it (see
+    #: placement_quota.osc.plugin: Placement uses its session on demand).
+    auth_required = False
+
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument(
@@ -188,7 +196,7 @@ class TreeShow(command.Command):
         return parser
 
     def take_action(self, parsed_args):
-        data = load_data(self.app, parsed_args)
+        data = load_data(self, parsed_args)
         tree = tree_mod.ProjectTree.from_data(
             data, strict=False,
             unregistered_limit=unregistered_limit(main.config(self)))

@@ -12,8 +12,10 @@
 """The Placement client: the one place placement-quota talks to Placement.
 
 * One keystoneauth session, reused, built from ``[placement]``; or, when no
-  Placement is configured, the embedded default (the real openstack-placement
-  code in-process, served on a loopback port).
+  Placement is configured, the session a caller registered for the
+  configuration (:func:`set_fallback`: the ``openstack`` client plugin
+  gives its authenticated session), else the embedded default (the real
+  openstack-placement code in-process, served on a loopback port).
 * The microversion is negotiated once against the server's range: the
   highest we know (:data:`MAX_VERSION`) that the server offers; a server
   below :data:`MIN_VERSION` is refused.
@@ -166,6 +168,32 @@ def choose_version(low, high):
     return chosen
 
 
+#: ``id(conf)`` -> ``(conf, factory)``: see :func:`set_fallback`.
+_FALLBACKS = {}
+_FALLBACKS_LOCK = threading.Lock()
+
+
+def set_fallback(conf, factory):
+    """Reach Placement with ``factory()`` when ``conf`` configures none.
+
+    When ``[placement]`` of ``conf`` has neither auth options nor
+    ``endpoint_override``, :meth:`PlacementClient.from_conf` calls
+    ``factory()``: a ``(keystoneauth Adapter, description)`` pair, or None
+    to fall back to the embedded Placement. The ``openstack`` client plugin
+    registers the session of the shell's credentials this way.
+    """
+    with _FALLBACKS_LOCK:
+        _FALLBACKS[id(conf)] = (conf, factory)
+
+
+def _fallback(conf):
+    with _FALLBACKS_LOCK:
+        found = _FALLBACKS.get(id(conf))
+    if found is None or found[0] is not conf:
+        return None
+    return found[1]()
+
+
 class PlacementClient:
     """Talk to one Placement with one session and one microversion.
 
@@ -183,11 +211,15 @@ class PlacementClient:
 
     @classmethod
     def from_conf(cls, conf):
-        """From ``[placement]``; the embedded default when unconfigured."""
+        """From ``[placement]``; when unconfigured, the fallback of
+        :func:`set_fallback`, else the embedded default."""
         group = placement_conf.GROUP.name
         options = conf[group]
         auth = ks_loading.load_auth_from_conf_options(conf, group)
         if auth is None and not options.endpoint_override:
+            fallback = _fallback(conf)
+            if fallback is not None:
+                return cls(*fallback)
             return cls.embedded(options.embedded_state_dir)
         session = ks_loading.load_session_from_conf_options(conf, group,
                                                             auth=auth)
