@@ -126,9 +126,8 @@ class BlazarReader:
     A keystoneauth adapter on ``[blazar]`` (service type ``reservation``),
     the session python-blazarclient itself builds; its one call,
     ``GET /leases``, answers every project's leases to an admin, with
-    their reservations (IDs and status). Kept that small on purpose: it
-    has been tested against a stub answering Blazar's documented
-    response, not against a running Blazar.
+    their reservations (IDs and status). Tested against the real Blazar
+    API (``blazar`` from PyPI) checking tokens with the real Keystone.
     """
 
     def __init__(self, adapter, description):
@@ -160,6 +159,11 @@ class BlazarReader:
             response = self.adapter.get('/leases',
                                         headers={'Accept':
                                                  'application/json'})
+        except (ks_exceptions.Unauthorized,
+                ks_exceptions.AuthorizationFailure) as exc:
+            raise BlazarError('Cannot authenticate for Blazar at %s with '
+                              'the [blazar] credentials: %s'
+                              % (self.description, exc))
         except ks_exceptions.ClientException as exc:
             raise BlazarError('Cannot reach Blazar at %s: %s'
                               % (self.description, exc))

@@ -12,16 +12,9 @@
 """``reconcile`` against a real Placement seeded with every kind of drift:
 what a dry run finds, what ``--fix`` repairs, what it leaves."""
 
-import http.server
-import json
-import threading
-import uuid
-
-from placement_quota import conf as pq_conf
 from placement_quota.ledger import models
 from placement_quota.placement import reservations as rsv
 from placement_quota.reconcile import model as m
-from placement_quota.reconcile import readers
 from tests.functional.reconcile import base
 
 
@@ -223,80 +216,3 @@ class TestFix(base.CloudTestCase):
                          self.cloud.entry(self.cloud.stuck_ended).state)
         self.assertEqual(models.PENDING,
                          self.cloud.entry(self.cloud.stuck_open).state)
-
-
-class _StubBlazar(http.server.BaseHTTPRequestHandler):
-    """Blazar's ``GET /leases`` answer (the documented shape); a stub of
-    Blazar, not of Placement, since no Blazar API runs in the tests."""
-
-    leases = []
-
-    def do_GET(self):
-        body = json.dumps({'leases': self.leases}).encode()
-        self.send_response(200 if self.path == '/leases' else 404)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header('Content-Length', str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-class TestWithBlazar(base.CloudTestCase):
-
-    cloud_class = base.Cloud
-
-    @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        c = cls.cloud
-        known = str(uuid.uuid4())
-        gone = str(uuid.uuid4())
-        cls.known_class = c.resource_class(known)
-        cls.gone_class = c.resource_class(gone)
-        cls.never = c.lease([], c.now - 2 * base.DAY, c.now + base.DAY,
-                            name='never-created', charged=7000000)
-        cls.created = c.lease([], c.now - 2 * base.DAY, c.now + base.DAY,
-                              name='created')
-        _StubBlazar.leases = [{
-            'id': 'L-created', 'name': 'created', 'project_id': 'p1',
-            'status': 'ACTIVE', 'start_date': '2026-01-01T00:00:00',
-            'end_date': '2026-01-02T00:00:00', 'reservations': [
-                {'id': known, 'status': 'active',
-                 'resource_type': 'virtual:instance'}]}]
-        server = http.server.ThreadingHTTPServer(('127.0.0.1', 0),
-                                                 _StubBlazar)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        cls.stub = server
-        conf = pq_conf.new_config([], config_files=[])
-        conf.set_override('endpoint_override', 'http://127.0.0.1:%d'
-                          % server.server_port, group='blazar')
-        cls.blazar = readers.BlazarReader.from_conf(conf)
-        cls.report = c.reconcile(fix=True, blazar=cls.blazar)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stub.shutdown()
-        cls.stub.server_close()
-        super().tearDownClass()
-
-    def test_blazar_is_read_only_when_configured(self):
-        conf = pq_conf.new_config([], config_files=[])
-        self.assertIsNone(readers.BlazarReader.from_conf(conf))
-
-    def test_entry_blazar_never_created_is_denied_and_refunded(self):
-        row = self.cloud.entry(self.never)
-        self.assertEqual((models.DENIED, 0), (row.state, row.charged))
-
-    def test_entry_blazar_has_is_left_pending(self):
-        self.assertEqual(models.PENDING,
-                         self.cloud.entry(self.created).state)
-
-    def test_class_of_a_reservation_blazar_has_is_kept(self):
-        self.assertIn(self.known_class, self.cloud.classes())
-
-    def test_class_blazar_does_not_know_is_deleted(self):
-        self.assertNotIn(self.gone_class, self.cloud.classes())
-        self.assertEqual(['fixed', 'fixed'],
-                         [o.result for o in self.report.outcomes])
