@@ -41,6 +41,11 @@ def main(argv=None):
                         % embedded.DB_FILENAME)
     parser.add_argument('--state-dir', default='.',
                         help='where the default SQLite file lives')
+    parser.add_argument('--config-file', action='append', default=[],
+                        metavar='PATH',
+                        help='a Placement configuration file read on top '
+                        'of the embedded defaults (e.g. [api] '
+                        'auth_strategy = keystone); may be repeated')
     parser.add_argument('--threads', type=int, default=16)
     parser.add_argument('--exit-on-stdin-eof', action='store_true',
                         help='exit when stdin closes (i.e. the parent died)')
@@ -55,7 +60,8 @@ def main(argv=None):
         warnings.simplefilter('ignore')
 
     app = embedded.get_app(args.connection or
-                           embedded.sqlite_connection(args.state_dir))
+                           embedded.sqlite_connection(args.state_dir),
+                           args.config_file)
     server = wsgi_server.WSGIServer(app, args.host, args.port,
                                     threads=args.threads,
                                     server_name='placement-embedded')

@@ -102,6 +102,17 @@ class Unavailable(PlacementError):
     """Placement could not be reached or answered 5xx."""
 
 
+class AuthFailure(PlacementError):
+    """The request never reached Placement: keystoneauth could not get a
+    token (wrong credentials, Keystone down) or find Placement in the
+    service catalog."""
+
+    def __init__(self, detail, method, url):
+        super().__init__(0, None, detail, method, url)
+        Exception.__init__(self, 'Cannot authenticate to reach Placement '
+                           'for %s %s: %s' % (method, url, detail))
+
+
 class VersionTooOld(PlacementError):
     """The server's highest microversion is below what we need."""
 
@@ -308,6 +319,8 @@ class PlacementClient:
                                          headers=headers, **kwargs)
         except ks_exceptions.ConnectionError as exc:
             raise Unavailable(0, None, str(exc), method, url)
+        except ks_exceptions.ClientException as exc:
+            raise AuthFailure(str(exc), method, url)
 
     def get(self, url, **kwargs):
         return self.request('GET', url, **kwargs).json()

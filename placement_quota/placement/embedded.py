@@ -104,8 +104,14 @@ def _shown(connection):
         hide_password=True)
 
 
-def make_conf(connection):
-    """Return a fresh, parsed ``ConfigOpts`` for an embedded Placement."""
+def make_conf(connection, config_files=()):
+    """Return a fresh, parsed ``ConfigOpts`` for an embedded Placement.
+
+    ``config_files``: Placement configuration files read on top, e.g.
+    ``[api] auth_strategy = keystone`` and ``[keystone_authtoken]`` for a
+    Placement that checks tokens with a real Keystone (the database options
+    set here win over theirs).
+    """
     from placement import conf as placement_conf
 
     conf = cfg.ConfigOpts()
@@ -117,8 +123,9 @@ def make_conf(connection):
         conf.set_override('connection_parameters',
                           'timeout=%d' % SQLITE_BUSY_TIMEOUT,
                           group='placement_database')
-    conf.set_override('auth_strategy', 'noauth2', group='api')
-    conf([], default_config_files=[], default_config_dirs=[])
+    conf.set_default('auth_strategy', 'noauth2', group='api')
+    conf([], default_config_files=list(config_files),
+         default_config_dirs=[])
     return conf
 
 
@@ -154,11 +161,12 @@ def _begin_immediate(engine):
                             before_cursor_execute, retval=True)
 
 
-def get_app(connection):
+def get_app(connection, config_files=()):
     """Return this process's Placement WSGI app, building it on first call.
 
     :param connection: SQLAlchemy URL of its database, e.g. from
         :func:`sqlite_connection`; it is created and migrated if needed.
+    :param config_files: see :func:`make_conf` (first call only).
     :raises RuntimeError: if this process already has an embedded
         Placement on another database, or if Placement's database layer
         was configured by someone else (e.g. Placement's own fixtures).
@@ -187,7 +195,7 @@ def get_app(connection):
                 "process (not by placement_quota.placement.embedded); cannot "
                 "start an embedded Placement on %s." % _shown(connection))
         try:
-            conf = make_conf(connection)
+            conf = make_conf(connection, config_files)
             _prepare_sqlite_file(connection)
             db_api.configure(conf)
             if _is_sqlite_file(connection):
@@ -232,11 +240,14 @@ class ServerProcess:
     stdin closes, so it never outlives this process. Used by the test
     fixtures and the benchmarks.
 
+    ``config_files``: Placement configuration files read on top of the
+    embedded defaults (see :func:`make_conf`).
+
     :raises RuntimeError: if it does not print ``LISTENING <url>`` within
         ``timeout`` seconds, with the tail of its stderr.
     """
 
-    def __init__(self, timeout=60, state_dir=None):
+    def __init__(self, timeout=60, state_dir=None, config_files=()):
         started = time.monotonic()
         self._own_dir = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(
@@ -250,7 +261,8 @@ class ServerProcess:
         self.process = subprocess.Popen(
             [sys.executable, '-m', 'placement_quota.cmd.embedded_placement',
              '--host', '127.0.0.1', '--port', '0', '--exit-on-stdin-eof',
-             '--connection', sqlite_connection(self.state_dir)],
+             '--connection', sqlite_connection(self.state_dir)] +
+            ['--config-file=%s' % path for path in config_files],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._stderr, env=env, cwd=root, text=True)
         try:

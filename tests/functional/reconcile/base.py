@@ -38,17 +38,16 @@ class Cloud:
     """Compute nodes, reservation providers, classes, inventories and
     allocations in one Placement; lease entries in one ledger."""
 
-    def __init__(self):
-        self.server = embedded.ServerProcess()
+    def __init__(self, server=None, client=None):
+        """A new noauth2 Placement subprocess, or ``server`` (stopped by
+        :meth:`close`) reached with ``client``."""
+        self.server = server or embedded.ServerProcess()
         self.dir = tempfile.mkdtemp(prefix='reconcile-test-')
         self.url = 'sqlite:///%s' % os.path.join(self.dir, 'ledger.sqlite')
         self.ledger = store.Ledger(self.url)
-        self.client = self.new_client()
-        self.now = timeutils.utcnow()
-
-    def new_client(self):
-        return placement_client.PlacementClient.from_endpoint(
+        self.client = client or placement_client.PlacementClient.from_endpoint(
             self.server.url, embedded.NOAUTH_HEADERS)
+        self.now = timeutils.utcnow()
 
     def close(self):
         self.ledger.dispose()
