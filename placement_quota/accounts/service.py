@@ -35,8 +35,11 @@ Moves follow specs/003's move-action protocol:
 import concurrent.futures
 import dataclasses
 import datetime
+import collections
 import hashlib
 import json
+import threading
+import time
 import typing
 
 import jsonschema
@@ -228,6 +231,10 @@ class Accounts:
 
     #: Tries of an unconditional move whose resources change under it.
     MOVE_ATTEMPTS = 3
+    #: Move-all actions remembered for a conditional POST (see
+    #: :meth:`_remember`): how many, and for how long (seconds).
+    SCANS_KEPT = 128
+    SCAN_TTL = 600
 
     def __init__(self, ledger, placement=None, limits_source=None,
                  recovery_period=7 * 86400, move_list_max=1000,
@@ -240,6 +247,8 @@ class Accounts:
         self.workers = workers
         self.unregistered_limit = unregistered_limit
         self.manage_limits = manage_limits
+        self._scans = collections.OrderedDict()
+        self._scans_lock = threading.Lock()
 
     @classmethod
     def from_conf(cls, conf, placement=None):
@@ -564,15 +573,35 @@ class Accounts:
                                     field='placement')
         return body if body.get('allocations') else None
 
-    def _consumers_of(self, account_id):
+    def _consumers_of(self, account_id, known=None):
         """Every consumer whose allocations carry ``account_id``.
 
         Placement lists no consumers by project, so this reads the
         allocations of every provider, then each consumer once (bounded
-        concurrency): one call per provider plus one per consumer.
+        concurrency): one call per provider plus one per consumer. One
+        ``GET /usages`` first: an account that uses nothing in Placement
+        has no consumer, and costs that one call.
+
+        ``known``: consumer UUIDs the account had a moment ago. They are
+        read again, and when those still of the account add up exactly to
+        its usage, they are all of them (any other consumer of the account
+        would add to its usage); otherwise every consumer is read.
         """
         client = self._client()
         try:
+            used = _nonzero(capacity.project_usages(client,
+                                                    account_id).resources)
+            if not used:
+                return []
+            if known:
+                with concurrent.futures.ThreadPoolExecutor(
+                        max(1, self.workers)) as pool:
+                    found = [(uuid, body) for uuid, body in zip(
+                        known, pool.map(self._read_consumer, known))
+                        if body is not None and
+                        body.get('project_id') == account_id]
+                if _usage_of(found) == used:
+                    return found
             providers = client.get('/resource_providers')[
                 'resource_providers']
             with concurrent.futures.ThreadPoolExecutor(
@@ -597,10 +626,13 @@ class Accounts:
 
     # --- moves ----------------------------------------------------------
 
-    def move_action(self, source, dest, consumer=None, lease=None):
+    def move_action(self, source, dest, consumer=None, lease=None,
+                    known=None):
         """The move action of specs/003: what would move from ``source``
         to ``dest`` (one consumer, one lease, or everything), its tag and
-        ETag, and the limits it would break."""
+        ETag, and the limits it would break.
+
+        ``known``: see :meth:`_consumers_of`."""
         if dest is None:
             raise Invalid('The query parameter dest (the destination '
                           'account) is required', field='dest')
@@ -631,8 +663,35 @@ class Accounts:
         elif lease is not None:
             consumers = []
         else:
-            consumers = self._consumers_of(source)
-        return self._describe(src_account, dest_account, consumers, leases)
+            consumers = self._consumers_of(source, known)
+        action = self._describe(src_account, dest_account, consumers, leases)
+        if consumer is None and lease is None:
+            self._remember(source, dest, action)
+        return action
+
+    def _remember(self, source, dest, action):
+        """Keep the consumers of a move-all action, so that a POST with its
+        ETag re-reads them (and the usage) instead of every consumer of the
+        cloud. Per process: with several API workers, a POST reaching
+        another worker reads everything, with the same result."""
+        with self._scans_lock:
+            self._scans.pop((source, dest), None)
+            self._scans[(source, dest)] = (
+                action.etag, [uuid for uuid, _ in action.consumers],
+                time.monotonic())
+            while len(self._scans) > self.SCANS_KEPT:
+                self._scans.popitem(last=False)
+
+    def _recalled(self, source, dest, if_match):
+        """The consumers of the move-all action whose ETag is ``if_match``,
+        or None."""
+        with self._scans_lock:
+            found = self._scans.get((source, dest))
+        if found is None or not _etag_matches(if_match, found[0]):
+            return None
+        if time.monotonic() - found[2] > self.SCAN_TTL:
+            return None
+        return found[1]
 
     def _describe(self, src, dest, consumers, leases):
         consumer_docs = [_consumer_document(u, b) for u, b in consumers]
@@ -791,7 +850,10 @@ class Accounts:
     def _move_once(self, source, dest, consumer, lease, if_match):
         """The action carried out, or None when an unconditional move met
         a concurrent change (the caller tries again)."""
-        action = self.move_action(source, dest, consumer, lease)
+        known = None
+        if if_match is not None and consumer is None and lease is None:
+            known = self._recalled(source, dest, if_match)
+        action = self.move_action(source, dest, consumer, lease, known)
         if if_match is not None and not _etag_matches(if_match,
                                                       action.etag):
             raise PreconditionFailed(
@@ -865,6 +927,20 @@ class Accounts:
         except placement_client.PlacementError as exc:
             raise SourceUnavailable('Placement refused the move: %s' % exc,
                                     field='placement')
+
+
+def _nonzero(amounts):
+    return {rc: amount for rc, amount in amounts.items() if amount}
+
+
+def _usage_of(consumers):
+    """What ``[(uuid, GET /allocations/uuid body)]`` add up to, per
+    class."""
+    totals = collections.Counter()
+    for _, body in consumers:
+        for allocation in body['allocations'].values():
+            totals.update(allocation['resources'])
+    return _nonzero(totals)
 
 
 def _consumer_document(uuid, body):

@@ -186,6 +186,39 @@ class TestConditionalMoves(AdminAPITestCase):
         self.assertEqual(412, response.status_code, response.text)
         self.assertEqual(self.source, self.project_of(first))
 
+    def test_a_consumer_swapped_after_get_makes_a_move_all_412(self):
+        # The same usage, other consumers: the POST reads the listed ones
+        # again, sees one gone, and looks at every consumer.
+        gone = self.consumer(self.source, 1)
+        kept = self.consumer(self.source, 1)
+        etag = requests.get(self.move_url()).headers['ETag']
+        self.client.delete('/allocations/%s' % gone)
+        self.consumer(self.source, 1)
+        response = requests.post(self.move_url(), headers={'If-Match': etag},
+                                 allow_redirects=False)
+        self.assertEqual(412, response.status_code, response.text)
+        self.assertEqual(self.source, self.project_of(kept))
+
+    def test_a_conditional_move_all_rereads_only_what_it_listed(self):
+        consumers = [self.consumer(self.source, 1) for _ in range(3)]
+        self.consumer(self.name('other'), 1)
+        etag = requests.get(self.move_url()).headers['ETag']
+        before = self.client.calls
+        response = requests.post(self.move_url(), headers={'If-Match': etag},
+                                 allow_redirects=False)
+        self.assertEqual(303, response.status_code, response.text)
+        # GET /usages, the 3 consumers again, one POST /allocations.
+        self.assertEqual(1 + 3 + 1, self.client.calls - before)
+        self.assertEqual([self.dest] * 3,
+                         [self.project_of(c) for c in consumers])
+
+    def test_a_move_all_of_an_account_without_consumers_reads_its_usage(self):
+        before = self.client.calls
+        response = requests.get(self.move_url())
+        self.assertEqual(200, response.status_code, response.text)
+        self.assertEqual(0, response.json()['move']['resources']['consumers'])
+        self.assertEqual(1, self.client.calls - before)
+
     def test_an_unchanged_move_all_moves_every_consumer(self):
         consumers = [self.consumer(self.source, 1) for _ in range(3)]
         etag = requests.get(self.move_url()).headers['ETag']
