@@ -121,23 +121,27 @@ def read_ledger(ledger):
 
 
 class BlazarReader:
-    """Blazar's lease list, through its REST API.
+    """Blazar's lease list, through python-blazarclient.
 
-    A keystoneauth adapter on ``[blazar]`` (service type ``reservation``),
-    the session python-blazarclient itself builds; its one call,
-    ``GET /leases``, answers every project's leases to an admin, with
-    their reservations (IDs and status). Tested against the real Blazar
-    API (``blazar`` from PyPI) checking tokens with the real Keystone.
+    Blazar's own client (``blazarclient.client.Client``, API v1) on a
+    keystoneauth session of ``[blazar]`` (service type ``reservation``,
+    the adapter options for region, interface and endpoint); its one call,
+    ``lease.list()`` (``GET /leases``), answers every project's leases to
+    an admin, with their reservations (IDs and status). Tested against the
+    real Blazar API (``blazar`` from PyPI) checking tokens with the real
+    Keystone.
     """
 
-    def __init__(self, adapter, description):
-        self.adapter = adapter
+    def __init__(self, client, description):
+        self.client = client
         self.description = description
 
     @classmethod
     def from_conf(cls, conf):
         """None unless ``[blazar]`` has an ``auth_type`` or an
         ``endpoint_override``."""
+        from blazarclient import client as blazar_client
+
         group = reconcile_conf.BLAZAR_GROUP.name
         options = conf[group]
         auth = ks_loading.load_auth_from_conf_options(conf, group)
@@ -146,8 +150,13 @@ class BlazarReader:
         session = ks_loading.load_session_from_conf_options(conf, group,
                                                             auth=auth)
         adapter = ks_loading.load_adapter_from_conf_options(
-            conf, group, session=session, auth=auth, raise_exc=False)
-        return cls(adapter, options.endpoint_override or
+            conf, group, session=session, auth=auth)
+        client = blazar_client.Client(
+            '1', session=session, service_type=adapter.service_type,
+            service_name=adapter.service_name, interface=adapter.interface,
+            region_name=adapter.region_name,
+            endpoint_override=adapter.endpoint_override)
+        return cls(client, options.endpoint_override or
                    'Blazar of the service catalog')
 
     def leases(self):
@@ -155,10 +164,10 @@ class BlazarReader:
 
         :raises BlazarError: when Blazar cannot be asked.
         """
+        from blazarclient import exception as blazar_exceptions
+
         try:
-            response = self.adapter.get('/leases',
-                                        headers={'Accept':
-                                                 'application/json'})
+            leases = self.client.lease.list()
         except (ks_exceptions.Unauthorized,
                 ks_exceptions.AuthorizationFailure) as exc:
             raise BlazarError('Cannot authenticate for Blazar at %s with '
@@ -167,15 +176,17 @@ class BlazarReader:
         except ks_exceptions.ClientException as exc:
             raise BlazarError('Cannot reach Blazar at %s: %s'
                               % (self.description, exc))
-        if response.status_code != 200:
-            raise BlazarError('Blazar at %s answered GET /leases with %d: %s'
-                              % (self.description, response.status_code,
-                                 response.text[:300]))
-        try:
-            return response.json()['leases']
-        except (ValueError, KeyError, TypeError):
+        except blazar_exceptions.BlazarClientException as exc:
+            raise BlazarError('Blazar at %s refused GET /leases (%s): %s'
+                              % (self.description, exc.kwargs.get('code'),
+                                 exc))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BlazarError('Blazar at %s answered GET /leases without a '
+                              'lease list: %s' % (self.description, exc))
+        if not isinstance(leases, list):
             raise BlazarError('Blazar at %s answered GET /leases without a '
                               'lease list' % self.description)
+        return leases
 
 
 class BlazarError(Exception):
