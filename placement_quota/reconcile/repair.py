@@ -142,34 +142,29 @@ class _Repairer:
         placement_client.retry_on_conflict(self.conflict_retries)(write)
         return outcome[-1]
 
-    def remove_inventory(self, action):
+    def _delete(self, url, what):
+        """DELETE ``url``; Placement refuses (409) while anything is
+        allocated from it, and that refusal is the outcome."""
         try:
-            self.client.delete('/resource_providers/%s/inventories/%s'
-                               % (action.provider, action.resource_class))
+            self.client.delete(url)
         except placement_client.NotFound:
-            return 'fixed already (no such inventory)'
+            return 'fixed already (no such %s)' % what
         except placement_client.Conflict as exc:
             return 'skipped: %s' % exc.detail
         return FIXED
+
+    def remove_inventory(self, action):
+        return self._delete('/resource_providers/%s/inventories/%s'
+                            % (action.provider, action.resource_class),
+                            'inventory')
 
     def delete_class(self, action):
-        try:
-            self.client.delete('/resource_classes/%s'
-                               % action.resource_class)
-        except placement_client.NotFound:
-            return 'fixed already (no such class)'
-        except placement_client.Conflict as exc:
-            return 'skipped: %s' % exc.detail
-        return FIXED
+        return self._delete('/resource_classes/%s' % action.resource_class,
+                            'class')
 
     def delete_provider(self, action):
-        try:
-            self.client.delete('/resource_providers/%s' % action.provider)
-        except placement_client.NotFound:
-            return 'fixed already (no such provider)'
-        except placement_client.Conflict as exc:
-            return 'skipped: %s' % exc.detail
-        return FIXED
+        return self._delete('/resource_providers/%s' % action.provider,
+                            'provider')
 
     def close_entry(self, action):
         if self.ledger is None:
