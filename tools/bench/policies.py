@@ -265,6 +265,10 @@ def main(argv=None):
                         help='[enforcement] capacity_cache_ttl of the second '
                              'run (the first reads Placement every time).')
     parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--no-accounts', action='store_true',
+                        help='[limits] accounts = false: the tree limits '
+                             'from the limits file alone, without the admin '
+                             'API\'s accounts laid over it.')
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     directory = tempfile.mkdtemp(prefix='pq-bench-policies-')
@@ -284,6 +288,7 @@ def main(argv=None):
         ledger.dispose()
         conf = configure(directory, server.url, connection,
                          write_files(directory, projects))
+        conf.set_override('accounts', not args.no_accounts, 'limits')
         chain = chain_mod.FilterChain(conf)
         app = api_app.make_app(conf, chain)
         service = wsgi_server.WSGIServer(app, threads=4).start()
