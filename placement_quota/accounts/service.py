@@ -32,10 +32,10 @@ Moves follow specs/003's move-action protocol:
   locks, and are rolled back if Placement refuses.
 """
 
+import collections
 import concurrent.futures
 import dataclasses
 import datetime
-import collections
 import hashlib
 import json
 import threading
