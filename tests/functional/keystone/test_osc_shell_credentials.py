@@ -37,16 +37,7 @@ PLACEMENT_CONF = """\
 [api]
 auth_strategy = keystone
 
-[keystone_authtoken]
-www_authenticate_uri = {auth_url}
-auth_url = {auth_url}
-auth_type = password
-username = {username}
-password = {password}
-project_name = {project}
-user_domain_name = Default
-project_domain_name = Default
-"""
+{authtoken}"""
 
 
 class TestShellCredentials(testtools.TestCase):
@@ -67,8 +58,7 @@ class TestShellCredentials(testtools.TestCase):
         conf_path = os.path.join(cls.workdir, 'placement.conf')
         with open(conf_path, 'w') as f:
             f.write(PLACEMENT_CONF.format(
-                auth_url=ks.auth_url, username=ks.admin_username,
-                password=ks.admin_password, project=ks.admin_project_name))
+                authtoken=ks.server.authtoken_section()))
         server = embedded.ServerProcess(config_files=[conf_path])
         identity = ks.admin_conn.identity
         cls.service = identity.create_service(type='placement',
