@@ -37,7 +37,9 @@ with the reservation's life in the words of specs/001:
 * A reservation on a host whose compute node is gone or disabled
   (``COMPUTE_STATUS_DISABLED``) is **degraded** (chapter 20: missing
   resources before the start, resources changed after it); Blazar heals
-  leases, so this is only reported.
+  leases, so this is only reported. With ``[blazar]``, the reservations
+  Blazar's own monitor flagged (``missing_resources``,
+  ``resources_changed``) are reported too.
 * A ledger entry still pending ``pending_timeout`` after its start and
   without a lease ID is **stuck_pending** (see :func:`_stuck_pending`).
 
@@ -66,6 +68,17 @@ DEFAULT_PENDING_TIMEOUT = datetime.timedelta(days=1)
 
 #: Blazar statuses of a lease or reservation that is over.
 BLAZAR_ENDED = frozenset(('terminated', 'deleted', 'error', 'killed'))
+#: The flags Blazar's resource monitor sets on a reservation (specs/001
+#: chapter 20), in the words of that chapter.
+BLAZAR_DEGRADED = {
+    'missing_resources': 'missing_resources (a reserved resource failed and '
+                         'Blazar found no other to take its place; the flag '
+                         'stays until the owner updates the lease and the '
+                         'capacity is there)',
+    'resources_changed': 'resources_changed (a reserved resource failed '
+                         'after the start and Blazar replaced it; the flag '
+                         'never clears)',
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,12 +86,16 @@ class BlazarView:
     """What Blazar's API says (None where :func:`find` has no Blazar).
 
     ``reservations``: ``{reservation ID: (lease ID, ended)}``;
-    ``provisional_keys``: the ledger keys of every lease Blazar has.
+    ``provisional_keys``: the ledger keys of every lease Blazar has;
+    ``flagged``: ``{reservation ID: (lease ID, lease name, flags)}`` of the
+    reservations not over that Blazar's resource monitor marked
+    ``missing_resources`` or ``resources_changed`` (specs/001 chapter 20).
     """
 
     reservations: dict
     provisional_keys: frozenset
     lease_ids: frozenset
+    flagged: dict = dataclasses.field(default_factory=dict)
 
 
 def blazar_view(leases):
@@ -86,6 +103,7 @@ def blazar_view(leases):
     reservations = {}
     provisional = set()
     lease_ids = set()
+    flagged = {}
     for lease in leases:
         lease_id = lease.get('id')
         lease_ids.add(lease_id)
@@ -94,6 +112,11 @@ def blazar_view(leases):
             over = lease_over or str(reservation.get(
                 'status') or '').lower() in BLAZAR_ENDED
             reservations[reservation.get('id')] = (lease_id, over)
+            flags = tuple(flag for flag in BLAZAR_DEGRADED
+                          if reservation.get(flag) is True)
+            if flags and not over:
+                flagged[reservation.get('id')] = (lease_id, lease.get('name'),
+                                                  flags)
         try:
             parsed = lease_model.Lease.coerce(
                 {k: v for k, v in lease.items() if k != 'id'})
@@ -103,7 +126,7 @@ def blazar_view(leases):
             provisional.add(keys.provisional_key(lease['project_id'],
                                                  parsed))
     return BlazarView(reservations, frozenset(provisional),
-                      frozenset(lease_ids))
+                      frozenset(lease_ids), flagged)
 
 
 def find(reservations, entries, state, now, grace=DEFAULT_GRACE,
@@ -398,6 +421,7 @@ class _Checker:
 
     def degraded(self):
         found = []
+        seen = set()
         for r in self.reservations:
             if r.state == models.TERMINATED or self.now >= r.end:
                 continue
@@ -424,8 +448,30 @@ class _Checker:
                     '%s; %s' % (trouble, phase),
                     'manual: bring host %s back (openstack compute service '
                     'set --enable), or update the lease so that Blazar '
-                    'reallocates it (openstack reservation lease update)'
+                    'reallocates it (openstack reservation lease set)'
                     % host, False))
+                seen.add(r.reservation_id)
+        if self.blazar is not None:
+            found.extend(self._flagged_by_blazar(seen))
+        return found
+
+    def _flagged_by_blazar(self, seen):
+        """What Blazar's monitor flagged and Placement did not show."""
+        found = []
+        for rid, (lease_id, name, flags) in sorted(
+                self.blazar.flagged.items()):
+            if rid in seen:
+                continue
+            found.append(m.Finding(
+                m.DEGRADED, 'reservation %s (lease %s)' % (
+                    rid, lease_id or name),
+                'Blazar\'s resource monitor marks it %s (specs/001 ch. 20)'
+                % ' and '.join(BLAZAR_DEGRADED[f] for f in flags),
+                'manual: openstack reservation lease show %s; bring the '
+                'failed host back or add capacity, then have the owner '
+                'update the lease (openstack reservation lease set); '
+                'servers on a replaced host must be recreated'
+                % (lease_id or name), False))
         return found
 
 

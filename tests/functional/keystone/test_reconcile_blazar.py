@@ -40,7 +40,9 @@ class TestWithBlazar(testtools.TestCase):
     """One real Placement, ledger, Keystone and Blazar for the class.
 
     Blazar has lease ``created`` (project p1) with a running instance
-    reservation K, and lease ``over`` whose reservation E is terminated.
+    reservation K, lease ``over`` whose reservation E is terminated, and
+    lease ``broken``, degraded, whose reservation B its resource monitor
+    marked ``missing_resources``.
     Placement has the classes of K, of E and of G (a reservation Blazar
     never had). The ledger has entries ``never-created`` (charged 7
     credits) and ``created``, both pending without a lease ID since two
@@ -54,7 +56,8 @@ class TestWithBlazar(testtools.TestCase):
         cls.keystone.setUp()
         cls.blazar = blazar_fixture.BlazarServer(cls.keystone).start()
         cls.cloud = c = base.Cloud()
-        cls.known, cls.ended, cls.gone = (str(uuid.uuid4()) for _ in 'keg')
+        cls.known, cls.ended, cls.gone, cls.broken = (
+            str(uuid.uuid4()) for _ in 'kegb')
         cls.known_class = c.resource_class(cls.known)
         cls.ended_class = c.resource_class(cls.ended)
         cls.gone_class = c.resource_class(cls.gone)
@@ -74,7 +77,13 @@ class TestWithBlazar(testtools.TestCase):
              'trust_id': 't2', 'reservations': [{
                  'id': cls.ended, 'resource_id': str(uuid.uuid4()),
                  'resource_type': 'virtual:instance',
-                 'status': 'deleted'}]}])
+                 'status': 'deleted'}]},
+            {'name': 'broken', 'project_id': 'p3', 'user_id': 'u3',
+             'start_date': start, 'end_date': end, 'status': 'ACTIVE',
+             'degraded': True, 'trust_id': 't3', 'reservations': [{
+                 'id': cls.broken, 'resource_id': str(uuid.uuid4()),
+                 'resource_type': 'physical:host', 'status': 'active',
+                 'missing_resources': True}]}])
         cls.reader = readers.BlazarReader.from_conf(
             _blazar_conf(cls.keystone, cls.blazar.endpoint))
         cls.dry = c.reconcile(blazar=cls.reader)
@@ -92,15 +101,16 @@ class TestWithBlazar(testtools.TestCase):
 
     def test_reader_lists_every_projects_leases_as_admin(self):
         leases = self.reader.leases()
-        self.assertEqual({('created', 'p1'), ('over', 'p2')},
+        self.assertEqual({('created', 'p1'), ('over', 'p2'),
+                          ('broken', 'p3')},
                          {(lease['name'], lease['project_id'])
                           for lease in leases})
 
     def test_reader_gets_the_reservation_ids_blazar_gave(self):
         reservations = {r['id']: r['status'] for lease in self.reader.leases()
                         for r in lease['reservations']}
-        self.assertEqual({self.known: 'active', self.ended: 'deleted'},
-                         reservations)
+        self.assertEqual({self.known: 'active', self.ended: 'deleted',
+                          self.broken: 'active'}, reservations)
 
     def test_blazar_is_not_asked_unless_configured(self):
         conf = pq_conf.new_config([], config_files=[])
@@ -149,6 +159,16 @@ class TestWithBlazar(testtools.TestCase):
         self.assertEqual(models.PENDING,
                          self.cloud.entry(self.created).state)
 
-    def test_everything_found_with_blazar_is_fixed(self):
-        self.assertEqual(['fixed'] * 3,
-                         [o.result for o in self.report.outcomes])
+    def test_reservation_blazar_flagged_is_reported_degraded(self):
+        degraded = [f for f in self.dry.findings if f.kind == m.DEGRADED]
+        self.assertEqual(['reservation %s' % self.broken],
+                         [f.subject.split(' (')[0] for f in degraded])
+        self.assertIn('missing_resources', degraded[0].reason)
+        self.assertFalse(degraded[0].safe)
+
+    def test_every_safe_finding_with_blazar_is_fixed(self):
+        self.assertEqual(
+            [(m.ORPHAN_CLASS, 'fixed'), (m.ORPHAN_CLASS, 'fixed'),
+             (m.DEGRADED, 'left: needs an operator'),
+             (m.STUCK_PENDING, 'fixed')],
+            [(o.finding.kind, o.result) for o in self.report.outcomes])

@@ -168,6 +168,48 @@ class TestWithBlazar(testtools.TestCase):
         self.assertEqual(1, len(view.provisional_keys))
 
 
+class TestBlazarFlags(testtools.TestCase):
+    """Reservations Blazar's resource monitor flagged (specs/001 ch. 20)."""
+
+    LEASE = {'id': 'L', 'name': 'n', 'project_id': 'p', 'status': 'ACTIVE',
+             'start_date': '2026-06-01T00:00:00',
+             'end_date': '2026-06-20T00:00:00'}
+
+    def view(self, status='active', **flags):
+        reservation = dict({'missing_resources': False,
+                            'resources_changed': False}, id=RID,
+                           status=status, resource_type=m.INSTANCE)
+        reservation.update(flags)
+        return findings.blazar_view([dict(self.LEASE,
+                                          reservations=[reservation])])
+
+    def test_missing_resources_is_reported_as_degraded(self):
+        found = find([], cloud(classes=()),
+                     blazar=self.view(missing_resources=True))
+        self.assertEqual([(m.DEGRADED, False)], kinds(found))
+        self.assertIn('missing_resources', found[0].reason)
+        self.assertIn('reservation %s (lease L)' % RID, found[0].subject)
+
+    def test_resources_changed_is_reported_as_degraded(self):
+        found = find([], cloud(classes=()),
+                     blazar=self.view(resources_changed=True))
+        self.assertEqual([(m.DEGRADED, False)], kinds(found))
+        self.assertIn('Blazar replaced it', found[0].reason)
+
+    def test_unflagged_reservation_is_not_degraded(self):
+        self.assertEqual([], find([], cloud(classes=()), blazar=self.view()))
+
+    def test_flags_of_an_ended_reservation_are_not_reported(self):
+        self.assertEqual([], find([], cloud(classes=()), blazar=self.view(
+            status='deleted', missing_resources=True)))
+
+    def test_reservation_placement_shows_degraded_is_reported_once(self):
+        found = find([reservation()], cloud(inventory=2, disabled=True),
+                     blazar=self.view(resources_changed=True))
+        self.assertEqual([(m.DEGRADED, False)], kinds(found))
+        self.assertIn('compute node cn1 is disabled', found[0].reason)
+
+
 def entry(start, end, key='k', lease_id=None, state=models.PENDING):
     return m.Entry(id=7, project_id='p', lease_id=lease_id,
                    provisional_key=key, name='n', state=state, start=start,
