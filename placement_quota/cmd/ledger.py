@@ -27,7 +27,9 @@ from placement_quota.ledger import store
 from placement_quota.ledger import window
 
 
-def _ledger(conf, migrate=None):
+def open_ledger(conf, migrate=None):
+    """The ledger of ``conf``; exit status 2 with the reason when it
+    cannot be opened."""
     try:
         return store.Ledger(conf.ledger.connection,
                             lock_timeout=conf.ledger.lock_timeout,
@@ -49,7 +51,7 @@ class DbSync(command.Command):
     """Create or upgrade the ledger's tables (alembic) to this version."""
 
     def take_action(self, parsed_args):
-        ledger = _ledger(main.config(self), migrate=True)
+        ledger = open_ledger(main.config(self), migrate=True)
         self.app.stdout.write('Ledger %s is at schema revision %s.\n'
                               % (ledger.describe(),
                                  ledger.current_revision()))
@@ -86,7 +88,7 @@ class CreditsAdd(show.ShowOne):
         if start and end and end <= start:
             main.fail('--end (%s) must be after --start (%s)'
                       % (parsed_args.end, parsed_args.start))
-        ledger = _ledger(main.config(self))
+        ledger = open_ledger(main.config(self))
         with ledger.transaction([parsed_args.project]) as txn:
             allocation_id = txn.add_allocation(
                 parsed_args.project, store.to_micro(parsed_args.amount),
@@ -114,7 +116,7 @@ class CreditsList(lister.Lister):
         return parser
 
     def take_action(self, parsed_args):
-        ledger = _ledger(main.config(self))
+        ledger = open_ledger(main.config(self))
         rows = []
         with ledger.transaction() as txn:
             for allocation in txn.allocations(parsed_args.project):
@@ -184,7 +186,7 @@ class UsageShow(show.ShowOne):
         return parser
 
     def take_action(self, parsed_args):
-        ledger = _ledger(main.config(self))
+        ledger = open_ledger(main.config(self))
         start = _date(parsed_args.start, '--start')
         end = _date(parsed_args.end, '--end')
         with ledger.transaction() as txn:

@@ -23,8 +23,8 @@ chapter 16), from the ledger.
 
 from cliff import lister
 
+from placement_quota.cmd import ledger as cmd_ledger
 from placement_quota.cmd import main
-from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from placement_quota.reconcile import model
 from placement_quota.reconcile import readers
@@ -32,14 +32,6 @@ from placement_quota.reconcile import runner
 
 CLEAN = 0
 DRIFT = 1
-
-
-def _ledger(conf):
-    try:
-        return store.Ledger(conf.ledger.connection,
-                            lock_timeout=conf.ledger.lock_timeout)
-    except store.LedgerError as exc:
-        main.fail(str(exc))
 
 
 class Reconcile(lister.Lister):
@@ -78,7 +70,7 @@ class Reconcile(lister.Lister):
                    else parsed_args.pending_timeout)
         if grace < 0 or timeout < 0:
             main.fail('--grace and --pending-timeout must be 0 or more')
-        ledger = _ledger(conf)
+        ledger = cmd_ledger.open_ledger(conf)
         try:
             client = placement_client.PlacementClient.from_conf(conf)
             blazar = readers.BlazarReader.from_conf(conf)
@@ -135,7 +127,7 @@ class Allocations(lister.Lister):
             if value is not None and not value.strip():
                 main.fail('--%s must not be empty' % option)
         conf = main.config(self)
-        ledger = _ledger(conf)
+        ledger = cmd_ledger.open_ledger(conf)
         try:
             reservations, _ = readers.read_ledger(ledger)
             now = ledger.clock()
