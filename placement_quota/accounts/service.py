@@ -593,31 +593,30 @@ class Accounts:
                                                     account_id).resources)
             if not used:
                 return []
-            if known:
-                with concurrent.futures.ThreadPoolExecutor(
-                        max(1, self.workers)) as pool:
-                    found = [(uuid, body) for uuid, body in zip(
-                        known, pool.map(self._read_consumer, known))
-                        if body is not None and
-                        body.get('project_id') == account_id]
-                if _usage_of(found) == used:
-                    return found
-            providers = client.get('/resource_providers')[
-                'resource_providers']
             with concurrent.futures.ThreadPoolExecutor(
                     max(1, self.workers)) as pool:
+
+                def owned(uuids):
+                    """Those of ``uuids`` (read concurrently) that are
+                    the account's, with their allocations."""
+                    ordered = sorted(uuids)
+                    return [(uuid, body) for uuid, body in zip(
+                        ordered, pool.map(self._read_consumer, ordered))
+                        if body is not None and
+                        body.get('project_id') == account_id]
+
+                if known:
+                    found = owned(known)
+                    if _usage_of(found) == used:
+                        return found
+                providers = client.get('/resource_providers')[
+                    'resource_providers']
                 uuids = set()
                 for body in pool.map(lambda p: client.get(
                         '/resource_providers/%s/allocations' % p['uuid']),
                         providers):
                     uuids.update(body.get('allocations') or {})
-                ordered = sorted(uuids)
-                found = []
-                for uuid, body in zip(ordered, pool.map(
-                        self._read_consumer, ordered)):
-                    if body is not None and \
-                            body.get('project_id') == account_id:
-                        found.append((uuid, body))
+                found = owned(uuids)
         except placement_client.PlacementError as exc:
             raise SourceUnavailable('Cannot list the consumers of account '
                                     '%r in Placement: %s' % (account_id, exc),
