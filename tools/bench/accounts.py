@@ -77,6 +77,7 @@ from placement_quota.placement import capacity  # noqa: E402
 from placement_quota.placement import client as placement_client  # noqa: E402,E501
 from placement_quota.placement import embedded  # noqa: E402
 from placement_quota import wsgi_server  # noqa: E402
+from tools.bench import common  # noqa: E402
 
 SERVER_START_TIMEOUT = 120
 REQUEST_TIMEOUT = 600
@@ -278,26 +279,19 @@ def summary(r):
                 n['seconds'], n['consumers']))
 
 
-def positive(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError('must be at least 1, not %s' % text)
-    return value
-
-
 def main(argv=None, watchdog=False):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--providers', type=positive, default=100,
+    parser.add_argument('--providers', type=common.positive, default=100,
                         help='compute nodes (default: 100)')
-    parser.add_argument('--consumers', type=positive, default=2000,
+    parser.add_argument('--consumers', type=common.positive, default=2000,
                         help='servers in the cloud (default: 2000)')
-    parser.add_argument('--projects', type=positive, default=10,
+    parser.add_argument('--projects', type=common.positive, default=10,
                         help='projects the servers belong to, round-robin '
                         '(default: 10); the source is one of them')
     parser.add_argument('--leases', type=int, default=100,
                         help='open leases of the source, and of an account '
                         'without consumers (default: 100)')
-    parser.add_argument('--timeout', type=positive, default=WATCHDOG,
+    parser.add_argument('--timeout', type=common.positive, default=WATCHDOG,
                         help='seconds after which the command gives up, '
                         'printing where it was (default: %d)' % WATCHDOG)
     args = parser.parse_args(argv)

@@ -79,6 +79,7 @@ if ROOT not in sys.path:
 from placement_quota.placement import client as placement_client  # noqa: E402,E501
 from placement_quota.placement import embedded  # noqa: E402
 from placement_quota.placement import reservations  # noqa: E402
+from tools.bench import common  # noqa: E402
 
 #: The issue's goals.
 GOAL_CALLS = 3          # per transition, whatever N
@@ -383,24 +384,18 @@ def summary(result, seconds):
                 ratios, seconds))
 
 
-def positive(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError('must be at least 1, not %s' % text)
-    return value
-
-
 def main(argv=None, watchdog=False):
     """Run the benchmark; return the exit status. ``watchdog`` (the
     command line) dumps every thread's stack and exits if the whole run
     takes more than ``--timeout`` seconds."""
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--hosts', type=positive, nargs='+', default=[100],
+    parser.add_argument('--hosts', type=common.positive, nargs='+',
+                        default=[100],
                         help='numbers of hosts, one run (and one JSON line) '
                         'each (default: 100)')
-    parser.add_argument('--instances', type=positive, default=2,
+    parser.add_argument('--instances', type=common.positive, default=2,
                         help='instances reserved per host (default: 2)')
-    parser.add_argument('--timeout', type=positive, default=WATCHDOG,
+    parser.add_argument('--timeout', type=common.positive, default=WATCHDOG,
                         help='seconds after which the command gives up, '
                         'printing where it was (default: %d)' % WATCHDOG)
     args = parser.parse_args(argv)

@@ -68,6 +68,7 @@ from placement_quota.placement import client as placement_client  # noqa: E402,E
 from placement_quota.placement import embedded  # noqa: E402
 from placement_quota.placement import reservations as rsv  # noqa: E402
 from placement_quota.reconcile import runner  # noqa: E402
+from tools.bench import common  # noqa: E402
 
 SERVER_START_TIMEOUT = 120
 REQUEST_TIMEOUT = 600
@@ -254,26 +255,20 @@ def summary(result):
                 result['calls_ratio'], result['speedup'], result['seed_s']))
 
 
-def positive(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError('must be at least 1, not %s' % text)
-    return value
-
-
 def main(argv=None, watchdog=False):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--hosts', type=positive, nargs='+', default=[1000],
+    parser.add_argument('--hosts', type=common.positive, nargs='+',
+                        default=[1000],
                         help='numbers of compute nodes, one run (and one '
                         'JSON line) each (default: 1000)')
-    parser.add_argument('--rounds', type=positive, default=3,
+    parser.add_argument('--rounds', type=common.positive, default=3,
                         help='dry runs timed (median; default: 3)')
     parser.add_argument('--naive-sample', type=int, default=1000,
                         help='hosts the naive way is timed on, scaled to '
                         'all (0: every host; default: 1000)')
-    parser.add_argument('--max-concurrency', type=positive, default=8,
+    parser.add_argument('--max-concurrency', type=common.positive, default=8,
                         help='our concurrent reads (default: 8)')
-    parser.add_argument('--timeout', type=positive, default=WATCHDOG,
+    parser.add_argument('--timeout', type=common.positive, default=WATCHDOG,
                         help='seconds after which the command gives up, '
                         'printing where it was (default: %d)' % WATCHDOG)
     args = parser.parse_args(argv)

@@ -67,6 +67,7 @@ if ROOT not in sys.path:
 
 from placement_quota.placement import client as placement_client  # noqa: E402,E501
 from placement_quota.placement import embedded  # noqa: E402
+from tools.bench import common  # noqa: E402
 from tests.functional.compute import nova_process  # noqa: E402
 
 SERVER_START_TIMEOUT = 120
@@ -231,13 +232,6 @@ def summary(result):
                 b['placement_query_s'], o['hosts_passing']))
 
 
-def positive(text):
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError('must be at least 1, not %s' % text)
-    return value
-
-
 def fraction(text):
     value = float(text)
     if not 0 <= value <= 1:
@@ -247,16 +241,17 @@ def fraction(text):
 
 def main(argv=None, watchdog=False):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--hosts', type=positive, nargs='+', default=[1000],
+    parser.add_argument('--hosts', type=common.positive, nargs='+',
+                        default=[1000],
                         help='numbers of compute nodes, one run (and one '
                         'JSON line) each (default: 1000)')
     parser.add_argument('--blazar-fraction', type=fraction, default=0.9,
                         help='share of the hosts in Blazar aggregates '
                         '(default: 0.9)')
-    parser.add_argument('--rounds', type=positive, default=3,
+    parser.add_argument('--rounds', type=common.positive, default=3,
                         help='Placement queries timed per path (median; '
                         'default: 3)')
-    parser.add_argument('--timeout', type=positive, default=WATCHDOG,
+    parser.add_argument('--timeout', type=common.positive, default=WATCHDOG,
                         help='seconds after which the command gives up, '
                         'printing where it was (default: %d)' % WATCHDOG)
     args = parser.parse_args(argv)
