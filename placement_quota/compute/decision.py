@@ -46,7 +46,7 @@ And the specs/004 style: a reservation aggregate carries the key
 for it with the same key, and every aggregate with a key starting with a
 ``forbidden_prefixes`` entry is fenced off for other requests.
 
-The rules (issue 6):
+The rules:
 
 * a reservation request (hint ``reservation=<id>``; flavor
   ``aggregate_instance_extra_specs:reservation=<id>``,
@@ -83,6 +83,8 @@ from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 from oslo_utils import strutils
 from oslo_utils import uuidutils
 
+from placement_quota.compute import settings as settings_mod
+
 REGULAR = 'regular'
 INSTANCE_RESERVATION = 'instance-reservation'
 HOST_RESERVATION = 'host-reservation'
@@ -94,67 +96,12 @@ AZ_KEY = 'availability_zone'
 #: Nova's ``AggregateInstanceExtraSpecsFilter`` namespace in extra specs.
 AGGREGATE_EXTRA_SPECS_SCOPE = 'aggregate_instance_extra_specs:'
 #: ``resources:X``, ``resources1:X``, ``resources_NET:X`` (granular groups).
+#: The names and prefixes of a deployment (see
+#: :mod:`placement_quota.compute.settings`).
+Settings = settings_mod.Settings
+DEFAULT_SETTINGS = settings_mod.DEFAULT_SETTINGS
 _RESOURCES_KEY = re.compile(r'^resources([1-9][0-9]*|_[a-zA-Z0-9_-]{1,64})?:'
                             r'(?P<rc>.+)$')
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """Names and prefixes; the defaults are stock Blazar's and specs/004's.
-
-    :ivar required_prefix: specs/004 ``placement_req_required_member_prefix``:
-        a flavor/image key ``<prefix><id>`` asks for the aggregate with the
-        same key.
-    :ivar forbidden_prefixes: specs/004
-        ``placement_req_default_forbidden_member_prefix``: aggregates with a
-        key starting with one of them are fenced off.
-    :ivar freepool_name: Blazar's ``[nova] aggregate_freepool_name``.
-    :ivar az_prefixes: availability zones of Blazar's host-reservation
-        aggregates: ``[physical:host] blazar_az_prefix`` and the legacy
-        ``blazar:`` blazar-nova still honours.
-    :ivar owner_key: Blazar's ``[nova] blazar_owner``.
-    :ivar reservation_key: the aggregate metadata key of Blazar's instance
-        reservations (its flavor asks for it through
-        ``aggregate_instance_extra_specs:``).
-    :ivar tenant_key_prefix: Nova's ``AggregateMultiTenancyIsolation`` keys
-        (comma-separated project ids), written by Blazar for instance
-        reservations.
-    :ivar reservation_hint: the scheduler hint of host reservations.
-    :ivar reservation_class_prefix: Blazar's instance reservation classes.
-    :ivar preemptible_key: flavor extra spec / image property.
-    :ivar allow_preemptibles: blazar-nova's ``allow_preemptibles``; when
-        False a preemptible request is a regular one.
-    """
-
-    required_prefix: str = 'reservation:'
-    forbidden_prefixes: Tuple[str, ...] = ('reservation:',)
-    freepool_name: str = 'freepool'
-    az_prefixes: Tuple[str, ...] = ('blazar_', 'blazar:')
-    owner_key: str = 'blazar:owner'
-    reservation_key: str = 'reservation'
-    tenant_key_prefix: str = 'filter_tenant_id'
-    reservation_hint: str = 'reservation'
-    reservation_class_prefix: str = 'CUSTOM_RESERVATION_'
-    preemptible_key: str = 'blazar:preemptible'
-    allow_preemptibles: bool = True
-
-    def __post_init__(self):
-        if isinstance(self.forbidden_prefixes, str):
-            object.__setattr__(self, 'forbidden_prefixes',
-                               (self.forbidden_prefixes,))
-        if isinstance(self.az_prefixes, str):
-            object.__setattr__(self, 'az_prefixes', (self.az_prefixes,))
-        for name in ('required_prefix', 'freepool_name', 'owner_key',
-                     'reservation_key', 'reservation_hint',
-                     'reservation_class_prefix', 'preemptible_key'):
-            if not getattr(self, name):
-                raise ValueError('Settings.%s must not be empty' % name)
-        if not all(self.forbidden_prefixes):
-            raise ValueError('Settings.forbidden_prefixes: empty prefix '
-                             'would fence every aggregate')
-
-
-DEFAULT_SETTINGS = Settings()
 
 
 @dataclasses.dataclass(frozen=True)
