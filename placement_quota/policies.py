@@ -20,6 +20,8 @@ etc/placement-quota/placement-quota-policy-generator.conf``.
 
 from oslo_policy import policy
 
+from placement_quota import conf as pq_conf
+
 ADMIN_API = 'admin_api'
 SHOW = 'placement_quota:account:show'
 SET = 'placement_quota:account:set'
@@ -85,5 +87,4 @@ def enforcer(conf):
 
 def get_enforcer():
     """For oslopolicy-checker and oslopolicy-policy-generator."""
-    from placement_quota import conf as pq_conf
     return enforcer(pq_conf.new_config([]))

@@ -22,6 +22,7 @@ from oslo_log import log as logging
 
 from placement_quota.api import admin
 from placement_quota import conf as pq_conf
+from placement_quota import services as services_mod
 
 
 def init_application():
@@ -29,7 +30,7 @@ def init_application():
                                        '').split(';') if f.strip()]
     conf = pq_conf.new_config([], files or None)
     logging.setup(conf, 'placement-quota')
-    return admin.make_admin_app(conf)
+    return admin.make_admin_app(conf, services=services_mod.Services(conf))
 
 
 application = None

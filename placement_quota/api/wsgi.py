@@ -23,6 +23,7 @@ from oslo_log import log as logging
 from placement_quota.api import app as api_app
 from placement_quota import conf as pq_conf
 from placement_quota.filters import chain as chain_mod
+from placement_quota import services as services_mod
 
 
 def init_application():
@@ -30,7 +31,8 @@ def init_application():
                                        '').split(';') if f.strip()]
     conf = pq_conf.new_config([], files or None)
     logging.setup(conf, 'placement-quota')
-    return api_app.make_app(conf, chain_mod.FilterChain(conf))
+    return api_app.make_app(conf, chain_mod.FilterChain(
+        conf, services=services_mod.Services(conf)))
 
 
 application = None

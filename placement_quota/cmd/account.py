@@ -23,8 +23,11 @@ from cliff import command
 from cliff import lister
 from cliff import show
 
+from placement_quota.accounts import errors
 from placement_quota.accounts import ids
+from placement_quota.accounts import moves
 from placement_quota.accounts import service
+from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.ledger import store
 from placement_quota.limits import sources
@@ -32,7 +35,7 @@ from placement_quota.limits import sources
 
 def _accounts(cmd):
     try:
-        return service.Accounts.from_conf(main.config(cmd))
+        return service.Accounts.from_services(common.services(cmd))
     except (store.LedgerError, sources.SourceError, ValueError) as exc:
         main.fail(str(exc))
 
@@ -40,7 +43,7 @@ def _accounts(cmd):
 def _call(function, *args, **kwargs):
     try:
         return function(*args, **kwargs)
-    except service.AccountError as exc:
+    except errors.AccountError as exc:
         main.fail(exc.message)
     except ids.InvalidAccountId as exc:
         main.fail(str(exc))
@@ -146,9 +149,9 @@ class AccountSet(show.ShowOne):
             current = accounts.get(parsed_args.account)
             body = {'parent_id': current.parent_id,
                     'limits': current.limits, 'metadata': current.metadata}
-        except service.NotFound:
+        except errors.NotFound:
             body = {'parent_id': None, 'limits': {}, 'metadata': {}}
-        except service.AccountError as exc:
+        except errors.AccountError as exc:
             main.fail(exc.message)
         if parsed_args.parent is not None:
             body['parent_id'] = parsed_args.parent
@@ -269,6 +272,6 @@ class AccountMove(show.ShowOne):
                 'tag': resources['tag'],
                 'total_usage': resources['total_usage'],
                 'total_reserved': resources['total_reserved']}
-            document['over_limits'] = [service._over_text(o)
+            document['over_limits'] = [moves.over_text(o)
                                        for o in move['over_limits']]
         return _show(parsed_args, document)

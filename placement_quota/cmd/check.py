@@ -24,6 +24,7 @@ import sys
 from cliff import lister
 from cliff import show
 
+from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.cmd import serve
 from placement_quota.filters import base
@@ -62,7 +63,7 @@ class _Check(show.ShowOne):
                                   % exc)
             self.exit_status = BAD_INPUT
             return ('decision', 'message'), ('invalid', str(exc))
-        chain = serve.load_chain(main.config(self))
+        chain = serve.load_chain(main.config(self), common.services(self))
         columns = ('decision', 'filter', 'message', 'filters run')
         try:
             chain.run(request)

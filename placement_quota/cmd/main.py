@@ -27,6 +27,11 @@ LOG = logging.getLogger(__name__)
 #: Exit status of a command given bad input or configuration.
 BAD_INPUT = 2
 
+#: The API name of the ``openstack`` client plugin
+#: (:data:`placement_quota.osc.plugin.API_NAME`): under the ``openstack``
+#: shell, ``client_manager.reservation_quota`` is the plugin's client.
+OSC_API_NAME = 'reservation_quota'
+
 
 def fail(message):
     """Stop the command with ``message`` on stderr and exit status 2."""
@@ -43,11 +48,18 @@ def config(command):
     shell has a ``client_manager``: the configuration is the plugin's,
     read once per shell from ``--os-placement-quota-config-file``).
     """
+    return holder(command).conf
+
+
+def holder(command):
+    """What keeps the running command's configuration and services: the
+    ``placement-quota`` app, or the ``openstack`` client plugin's client
+    (:class:`placement_quota.osc.plugin.PlacementQuotaClient`)."""
     app = command.app
-    if getattr(app, 'client_manager', None) is not None:
-        from placement_quota.osc import plugin
-        return plugin.config(app.client_manager)
-    return app.conf
+    manager = getattr(app, 'client_manager', None)
+    if manager is not None:
+        return getattr(manager, OSC_API_NAME)
+    return app
 
 
 def version():
@@ -64,6 +76,11 @@ class PlacementQuotaApp(app.App):
                 'placement_quota.cli'),
             deferred_help=True)
         self.conf = None
+        #: The :class:`~placement_quota.services.Services` of this run,
+        #: made by :func:`placement_quota.cmd.common.services` when a
+        #: command first needs the ledger or Placement.
+        self.services = None
+        self.placement_fallback = None
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         parser = super().build_option_parser(description, version,

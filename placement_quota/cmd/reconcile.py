@@ -23,6 +23,7 @@ chapter 16), from the ledger.
 
 from cliff import lister
 
+from placement_quota.cmd import common
 from placement_quota.cmd import ledger as cmd_ledger
 from placement_quota.cmd import main
 from placement_quota.placement import client as placement_client
@@ -72,7 +73,7 @@ class Reconcile(lister.Lister):
             main.fail('--grace and --pending-timeout must be 0 or more')
         ledger = cmd_ledger.open_ledger(conf)
         try:
-            client = placement_client.PlacementClient.from_conf(conf)
+            client = common.services(self).placement
             blazar = readers.BlazarReader.from_conf(conf)
             report = runner.reconcile(
                 client, ledger, blazar=blazar, fix=parsed_args.fix,

@@ -30,11 +30,14 @@ refused (no valid host), 2 on bad input.
 import collections
 
 from cliff import show
+from keystoneauth1 import loading as ks_loading
+import openstack
 from oslo_config import cfg
 
 from placement_quota.cmd import main
 from placement_quota.compute import aggregates as aggregates_mod
 from placement_quota.compute import decision as dec
+from placement_quota.conf import nova as nova_conf
 from placement_quota.conf import scheduler as scheduler_conf
 
 PLACED, REFUSED = 0, 1
@@ -68,18 +71,8 @@ def microversion(decision):
 def _nova_aggregates(conf):
     """The aggregates from the Nova API, with the ``[nova]`` options."""
     try:
-        from placement_quota.conf import nova as nova_conf
-    except ImportError:
-        nova_conf = None
-    if nova_conf is None:
-        main.fail('no --aggregates-file given, and this placement-quota has '
-                  'no [nova] options to read them from the Nova API.')
-    from keystoneauth1 import loading as ks_loading
-    import openstack
-
-    try:
         conf[nova_conf.GROUP.name]
-    except Exception:
+    except (cfg.NoSuchOptError, KeyError):
         nova_conf.register_opts(conf)
     group = nova_conf.GROUP.name
     auth = ks_loading.load_auth_from_conf_options(conf, group)

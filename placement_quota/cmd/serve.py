@@ -21,6 +21,7 @@ from oslo_log import log as logging
 
 from placement_quota.api import admin
 from placement_quota.api import app as api_app
+from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.filters import chain as chain_mod
 from placement_quota.ledger import store as ledger_store
@@ -30,17 +31,18 @@ from placement_quota import wsgi_server
 LOG = logging.getLogger(__name__)
 
 
-def load_chain(conf):
-    """The filter chain for ``conf``, or exit 2 saying why not."""
+def load_chain(conf, services):
+    """The filter chain for ``conf`` on ``services``, or exit 2 saying
+    why not."""
     try:
-        return chain_mod.FilterChain(conf)
+        return chain_mod.FilterChain(conf, services=services)
     except (chain_mod.FilterLoadError, ValueError) as exc:
         main.fail('cannot load the enforcement filters: %s' % exc)
 
 
-def build(conf):
+def build(conf, services):
     """The filter chain and WSGI app for ``conf``; clear errors if not."""
-    chain = load_chain(conf)
+    chain = load_chain(conf, services)
     try:
         return chain, api_app.make_app(conf, chain)
     except ValueError as exc:
@@ -71,12 +73,12 @@ class Serve(command.Command):
                             'unset: not served; 0 picks a free port).')
         return parser
 
-    def _admin_server(self, conf, port):
+    def _admin_server(self, conf, services, port):
         """The admin API server, started, or None when not asked for."""
         if port is None:
             return None
         try:
-            app = admin.make_admin_app(conf)
+            app = admin.make_admin_app(conf, services=services)
         except (ValueError, ledger_store.LedgerError,
                 limit_sources.SourceError) as exc:
             main.fail('cannot start the admin API: %s' % exc)
@@ -99,10 +101,11 @@ class Serve(command.Command):
         host = parsed_args.host or conf.api.bind_host
         port = conf.api.bind_port if parsed_args.port is None \
             else parsed_args.port
-        chain, app = build(conf)
+        services = common.services(self)
+        chain, app = build(conf, services)
         admin_port = conf.admin_api.bind_port \
             if parsed_args.admin_port is None else parsed_args.admin_port
-        admin_server = self._admin_server(conf, admin_port)
+        admin_server = self._admin_server(conf, services, admin_port)
         server = wsgi_server.WSGIServer(
             app, host=host, port=port, threads=conf.api.threads,
             timeout=conf.api.client_socket_timeout)
@@ -138,4 +141,5 @@ class Serve(command.Command):
         finally:
             if admin_server is not None:
                 admin_server.stop()
+            services.close()
         return 0

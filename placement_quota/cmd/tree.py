@@ -26,8 +26,8 @@ from cliff import lister
 from keystoneauth1 import exceptions as ks_exceptions
 from oslo_config import cfg
 
+from placement_quota.cmd import common
 from placement_quota.cmd import main
-from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects as identity_projects
 from placement_quota.limits import errors
 from placement_quota.limits import render
@@ -35,6 +35,7 @@ from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import usage as placement_usage
+from placement_quota import services as services_mod
 
 CLEAN, VIOLATIONS, BAD_INPUT = 0, 1, main.BAD_INPUT
 
@@ -70,7 +71,7 @@ def load_data(cmd, parsed_args):
         conf.set_override('limits_file', parsed_args.limits_file,
                           group='limits')
     try:
-        data = identity_limits.source_from_conf(conf).load()
+        data = services_mod.limits_source(conf).load()
     except sources.SourceError as exc:
         main.fail('cannot read the limits: %s' % exc)
     except identity_projects.KeystoneNotConfigured as exc:
@@ -78,7 +79,7 @@ def load_data(cmd, parsed_args):
     except ValueError as exc:
         main.fail('bad limits configuration: %s' % exc)
     if getattr(parsed_args, 'usage_from', 'source') == 'placement':
-        data.usage = _placement_usage(conf, data)
+        data.usage = _placement_usage(cmd, conf, data)
     return data
 
 
@@ -90,13 +91,13 @@ def unregistered_limit(conf):
         main.fail('bad limits configuration: %s' % exc)
 
 
-def _placement_usage(conf, data):
+def _placement_usage(cmd, conf, data):
     """Every project's usage of every limited resource, from Placement."""
     resources = set(data.registered_limits)
     for project in data.projects.values():
         resources.update(project.limits)
     try:
-        client = placement_client.PlacementClient.from_conf(conf)
+        client = common.services(cmd).placement
         return placement_usage.PlacementUsage(
             client, conf.placement.max_concurrency).get_usage(
                 sorted(data.projects), sorted(resources))

@@ -9,8 +9,14 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""oslo.config option groups, one module per group."""
+"""oslo.config option groups, one module per group.
 
+The options of the enforcement filters live next to each filter class
+(``enforcement_opts``) and are registered by the filter chain for every
+available filter (:func:`placement_quota.filters.chain.load_filters`).
+"""
+
+from oslo_config import cfg
 from oslo_log import log as logging
 
 from placement_quota.conf import accounts
@@ -33,18 +39,11 @@ def register_opts(conf):
     """Register every option group of placement-quota on ``conf``."""
     for module in MODULES:
         module.register_opts(conf)
-    # The options of the filters we ship, even when they are not enabled,
-    # so that a value set for them is always checked.
-    from placement_quota import filters
-    for cls in filters.all_filters:
-        cls.register_opts(conf)
 
 
 def register_missing(conf):
     """Register each of our groups that ``conf`` lacks (our filters run
     inside blazar-manager get Blazar's configuration object)."""
-    from oslo_config import cfg
-
     for module in MODULES:
         try:
             conf[module.GROUP.name]
@@ -59,8 +58,6 @@ def new_config(args=(), config_files=None, use_stderr=False):
     ``placement-quota.conf`` (``/etc/placement-quota/`` and so on);
     ``use_stderr`` makes logs default to stderr (command-line tools).
     """
-    from oslo_config import cfg
-
     conf = cfg.ConfigOpts()
     register_opts(conf)
     logging.register_options(conf)

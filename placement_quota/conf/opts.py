@@ -23,12 +23,11 @@ from placement_quota.conf import nova
 from placement_quota.conf import placement
 from placement_quota.conf import reconcile
 from placement_quota.conf import scheduler
+from placement_quota import filters
 
 
 def list_opts():
     """Every option of placement-quota, by group, for the sample config."""
-    from placement_quota import filters
-
     filter_opts = []
     for cls in filters.all_filters:
         for opt in cls.enforcement_opts:

@@ -11,7 +11,7 @@
 # under the License.
 """``[placement_quota_scheduler]``: the Nova scheduler side (issue 6).
 
-The names and prefixes :class:`placement_quota.compute.decision.Settings`
+The names and prefixes :class:`placement_quota.compute.settings.Settings`
 carries, as options. Registered on Nova's configuration by
 :mod:`placement_quota.compute.nova_filters` (so they are read from
 ``nova.conf`` in nova-scheduler), and on placement-quota's own by
@@ -20,7 +20,7 @@ carries, as options. Registered on Nova's configuration by
 
 from oslo_config import cfg
 
-from placement_quota.compute import decision
+from placement_quota.compute import settings
 from placement_quota.conf import _util
 
 GROUP = cfg.OptGroup(
@@ -30,7 +30,7 @@ GROUP = cfg.OptGroup(
          'requests in flavors, images, scheduler hints and aggregate '
          'metadata.')
 
-_D = decision.DEFAULT_SETTINGS
+_D = settings.DEFAULT_SETTINGS
 
 opts = [
     cfg.BoolOpt(
@@ -91,7 +91,7 @@ opts = [
              'makes them regular requests.'),
 ]
 
-#: Options that are decision.Settings fields (all but the switch).
+#: Options that are settings.Settings fields (all but the switch).
 SETTINGS_FIELDS = tuple(o.dest for o in opts
                         if o.dest != 'request_filter_enabled')
 
@@ -109,7 +109,7 @@ def list_opts():
 
 
 def settings_from_conf(conf):
-    """The :class:`decision.Settings` of ``conf`` (the group registered).
+    """The :class:`settings.Settings` of ``conf`` (the group registered).
 
     :raises ValueError: an empty name or prefix.
     """
@@ -123,4 +123,4 @@ def settings_from_conf(conf):
         elif isinstance(value, list):
             value = tuple(value)  # Settings refuses an empty one
         values[name] = value
-    return decision.Settings(**values)
+    return settings.Settings(**values)

@@ -58,8 +58,12 @@ class BaseFilter(metaclass=abc.ABCMeta):
     #: oslo.config options of this filter, registered under [enforcement].
     enforcement_opts = []
 
-    def __init__(self, conf):
+    def __init__(self, conf, services=None):
+        """``services``: the :class:`~placement_quota.services.Services`
+        of the chain (the ledger, Placement...); a filter that needs one
+        and is given none makes its own."""
         self.conf = conf
+        self.services = services
         self.register_opts(conf)
         # Read every option once so that a bad value stops the service at
         # start-up, naming the option, rather than failing each request.

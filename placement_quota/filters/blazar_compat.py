@@ -21,12 +21,15 @@ subclass of it. Import this module only where Blazar is installed::
     for cls in blazar_compat.all_filters: ...
 """
 
+import threading
+
 from blazar.enforcement.filters import external_service_filter
 from blazar.enforcement.filters import max_lease_duration_filter
 from blazar import exceptions as blazar_exceptions
 
 from placement_quota import filters
 from placement_quota.filters import base
+from placement_quota import services as services_mod
 
 
 class EnforcementDenied(blazar_exceptions.NotAuthorized):
@@ -56,11 +59,38 @@ _BLAZAR_OPTS = {
         max_lease_duration_filter.MaxLeaseDurationFilter.enforcement_opts)}
 
 
+class _ManagerServices:
+    """The one :class:`~placement_quota.services.Services` of
+    blazar-manager: Blazar builds each filter with its global ``CONF``
+    alone, and all of them share one ledger and one Placement client."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._services = None
+
+    def __call__(self, conf):
+        with self._lock:
+            if self._services is None or self._services.conf is not conf:
+                self._services = services_mod.Services(conf)
+            return self._services
+
+
+manager_services = _ManagerServices()
+
+
+def _init(cls):
+    def __init__(self, conf, services=None):
+        cls.__init__(self, conf, services if services is not None
+                     else manager_services(conf))
+    return __init__
+
+
 def for_blazar(cls):
     """A subclass of filter ``cls`` whose denials and shared options are
     Blazar's."""
     methods = {name: _translating(getattr(cls, name))
                for name in ('check_create', 'check_update', 'on_end')}
+    methods['__init__'] = _init(cls)
     methods['enforcement_opts'] = [_BLAZAR_OPTS.get(opt.dest, opt)
                                    for opt in cls.enforcement_opts]
     methods['__doc__'] = cls.__doc__

@@ -41,7 +41,6 @@ from urllib import parse
 from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
-from placement_quota import ledger
 from placement_quota.ledger import accounting
 from placement_quota.ledger import models
 from placement_quota.ledger import window
@@ -69,8 +68,8 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                  'use.'),
     ]
 
-    def __init__(self, conf):
-        super().__init__(conf)
+    def __init__(self, conf, services=None):
+        super().__init__(conf, services)
         # Provider name -> UUID: a compute node keeps both for life.
         self._uuids = {}
         # Instance size -> (monotonic time, room), with capacity_cache_ttl.
@@ -121,7 +120,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         reservations = admission.lease.reservations_of(lease_model.INSTANCE)
         if not reservations:
             return
-        client = ledger.placement(self.conf)
+        client = self.services.placement
         hosts = self._eligible(client, reservations)
         eligible = None if hosts is None else set(hosts.values())
         asked = {}

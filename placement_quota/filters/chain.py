@@ -20,6 +20,7 @@ filter's error is logged, never raised to Blazar. Projects listed in
 
 import contextlib
 import importlib
+import inspect
 import threading
 import time
 
@@ -29,9 +30,11 @@ import stevedore
 
 from placement_quota.conf import enforcement as enforcement_conf
 from placement_quota.filters import base
+from placement_quota.identity import projects
 from placement_quota import lease as lease_model
 from placement_quota.ledger import admission as admission_mod
 from placement_quota.ledger import models as ledger_models
+from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -117,9 +120,36 @@ def _log_entry_point_failure(manager, entrypoint, exc):
               entrypoint, exc)
 
 
-def load_filters(conf):
-    """Instantiate the enabled filters, in order, or say why not."""
+def register_filter_opts(conf, classes):
+    """Register the options of every available filter class, enabled or
+    not, so that a value set for any of them is checked."""
+    for cls in classes:
+        register = getattr(cls, 'register_opts', None)
+        if register is not None:
+            register(conf)
+        else:
+            base.register_opts(conf, getattr(cls, 'enforcement_opts', []),
+                               'enforcement')
+
+
+def _takes_services(cls):
+    try:
+        return 'services' in inspect.signature(cls).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def load_filters(conf, services=None):
+    """Instantiate the enabled filters, in order, or say why not.
+
+    ``services`` (a :class:`~placement_quota.services.Services`) is given
+    to every filter whose ``__init__`` takes it: all of them share one
+    ledger and one Placement client.
+    """
     available = available_filter_classes(conf)
+    register_filter_opts(conf, available.values())
+    if services is None:
+        services = services_mod.Services(conf)
     filters = []
     for name in conf.enforcement.enabled_filters:
         cls = available.get(name)
@@ -132,7 +162,10 @@ def load_filters(conf):
                    enforcement_conf.FILTER_NAMESPACE,
                    ', '.join(sorted(available)) or 'none'))
         try:
-            filters.append(cls(conf))
+            if _takes_services(cls):
+                filters.append(cls(conf, services=services))
+            else:
+                filters.append(cls(conf))
         except (cfg.Error, ValueError) as exc:
             raise FilterLoadError('Enforcement filter %s: %s' % (name, exc))
         except Exception as exc:  # e.g. keystoneauth's NoMatchingPlugin
@@ -217,16 +250,17 @@ class Exemptions:
 
 
 def _keystone_resolver(conf):
-    from placement_quota.identity import projects
     return projects.ProjectResolver(conf).project_id
 
 
 class FilterChain:
     """Run the enabled filters in order; used in-process and by the API."""
 
-    def __init__(self, conf, filters=None, exemptions=None):
+    def __init__(self, conf, filters=None, exemptions=None, services=None):
         self.conf = conf
-        self.filters = load_filters(conf) if filters is None else filters
+        self.services = services
+        self.filters = (load_filters(conf, services) if filters is None
+                        else filters)
         try:
             self.exemptions = (Exemptions(conf) if exemptions is None
                                else exemptions)

@@ -118,8 +118,8 @@ class CreditFilter(ledger_base.LedgerFilter):
                      help='Credits per hour of one reserved network.'),
     ]
 
-    def __init__(self, conf):
-        super().__init__(conf)
+    def __init__(self, conf, services=None):
+        super().__init__(conf, services)
         _validate_class_rates(conf.enforcement.credit_class_rates)
 
     def check(self, admission):

@@ -108,8 +108,8 @@ class ExternalServiceFilter(base.BaseFilter):
             help='Upstream Blazar\'s name for [enforcement_external] token.'),
     ]
 
-    def __init__(self, conf):
-        super().__init__(conf)
+    def __init__(self, conf, services=None):
+        super().__init__(conf, services)
         external_conf.register_opts(conf)
         self.options = conf.enforcement_external
         self.endpoints = self._endpoints()

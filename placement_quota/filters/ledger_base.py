@@ -17,12 +17,15 @@ and optionally :meth:`LedgerFilter.end`, both on an
 ledger filters share one admission (one locked transaction; the entry is
 recorded once, after every filter allowed). Run alone, as blazar-manager
 does with in-process filters, each opens its own.
+
+The ledger and the host resource reader come from the
+:class:`~placement_quota.services.Services` the filter is given; a filter
+built with ``conf`` alone makes its own.
 """
 
-from placement_quota import conf as pq_conf
 from placement_quota.filters import base
-from placement_quota import ledger
 from placement_quota.ledger import admission as admission_mod
+from placement_quota import services as services_mod
 
 
 def when(moment):
@@ -48,11 +51,12 @@ class LedgerFilter(base.BaseFilter):
 
     uses_ledger = True
 
-    def __init__(self, conf):
-        super().__init__(conf)
-        pq_conf.register_missing(conf)
-        self.ledger = ledger.shared(conf)
-        self.host_resources = ledger.host_resources(conf)
+    def __init__(self, conf, services=None):
+        if services is None:
+            services = services_mod.Services(conf)
+        super().__init__(conf, services)
+        self.ledger = services.ledger
+        self.host_resources = services.host_resources
 
     def ledger_locks(self, context):
         """Ledger lock names needed beyond the project's own, in order

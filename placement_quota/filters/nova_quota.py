@@ -43,9 +43,14 @@ import threading
 
 from oslo_config import cfg
 
+from placement_quota.compute import quotas
 from placement_quota.filters import ledger_base
+from placement_quota.identity import limits as identity_limits
+from placement_quota.identity import projects
 from placement_quota.ledger import accounting
 from placement_quota.ledger import window
+from placement_quota.limits import sources
+from placement_quota.placement import usage
 
 UNIFIED = 'unified'
 LEGACY = 'legacy'
@@ -105,8 +110,9 @@ class QuotaReader:
     source; built lazily, so that the service starts while Keystone, Nova
     or Placement are still down."""
 
-    def __init__(self, conf):
-        self.conf = conf
+    def __init__(self, services):
+        self.services = services
+        self.conf = services.conf
         self._lock = threading.Lock()
         self._source = None
         self._usage = None
@@ -130,7 +136,6 @@ class QuotaReader:
     def _read_legacy(self, project_id):
         with self._lock:
             if self._legacy is None:
-                from placement_quota.compute import quotas
                 self._legacy = quotas.LegacyQuotas.from_conf(self.conf)
         found = self._legacy.limits_and_usage(project_id)
         limits, in_use = {}, {}
@@ -140,7 +145,6 @@ class QuotaReader:
         return limits, in_use
 
     def _unified_source(self):
-        from placement_quota.limits import sources
         group = self.group
         if group.nova_quota_source == FILE:
             if not group.nova_quota_limits_file:
@@ -148,8 +152,6 @@ class QuotaReader:
                                  'needs nova_quota_limits_file')
             return sources.EmbeddedSource.from_file(
                 group.nova_quota_limits_file)
-        from placement_quota.identity import limits as identity_limits
-        from placement_quota.identity import projects
         return identity_limits.KeystoneLimitSource(
             projects.connection(self.conf),
             service_id=group.nova_quota_service_id,
@@ -160,10 +162,8 @@ class QuotaReader:
         with self._lock:
             if self._source is None:
                 self._source = self._unified_source()
-            if self._usage is None:
-                from placement_quota import ledger
-                from placement_quota.placement import usage
-                self._usage = usage.PlacementUsage(ledger.placement(self.conf))
+            if self._usage is None and self.group.nova_quota_include_usage:
+                self._usage = usage.PlacementUsage(self.services.placement)
         data = self._source.refresh([project_id])
         project = data.projects.get(project_id)
         own = project.limits if project is not None else {}
@@ -224,9 +224,9 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
                  'quota.'),
     ]
 
-    def __init__(self, conf):
-        super().__init__(conf)
-        self.reader = QuotaReader(conf)
+    def __init__(self, conf, services=None):
+        super().__init__(conf, services)
+        self.reader = QuotaReader(self.services)
 
     def _convert(self, amounts):
         group = self.conf.enforcement

@@ -49,8 +49,8 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
                  'one gets [limits] unregistered_resource_limit.'),
     ]
 
-    def __init__(self, conf):
-        super().__init__(conf)
+    def __init__(self, conf, services=None):
+        super().__init__(conf, services)
         self._lock = threading.Lock()
         self._source = None
         self._built = None   # (monotonic time, tree, source version)
@@ -63,8 +63,7 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
         every request (specs/002: limits are read before each check)."""
         with self._lock:
             if self._source is None:
-                from placement_quota.identity import limits
-                self._source = limits.source_from_conf(self.conf)
+                self._source = self.services.limits_source
             source = self._source
             built = self._built
         now = time.monotonic()

@@ -9,7 +9,11 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Limits sources from configuration: Keystone unified limits, embedded."""
+"""Keystone unified limits and project parents as a limits source.
+
+Which source a configuration uses (Keystone, the embedded file, the
+accounts of the admin API) is decided by
+:func:`placement_quota.services.limits_source`."""
 
 import contextlib
 
@@ -18,69 +22,10 @@ from openstack import exceptions as sdk_exceptions
 from oslo_log import log as logging
 
 from placement_quota.identity import projects
-from placement_quota.limits import enforcer as enforcer_mod
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
 
 LOG = logging.getLogger(__name__)
-
-
-def source_from_conf(conf):
-    """The limits source ``[limits]`` describes, cached if ``cache_ttl``.
-
-    Raises :class:`~placement_quota.limits.sources.SourceError` for a
-    limits file that cannot be read or is malformed, and ValueError for a
-    bad ``registered_limits`` value.
-    """
-    group = conf.limits
-    if group.source == 'keystone':
-        source = KeystoneLimitSource.from_conf(conf)
-    else:
-        registered = {}
-        for resource, value in (group.registered_limits or {}).items():
-            try:
-                registered[resource] = int(value)
-            except (TypeError, ValueError):
-                raise ValueError(
-                    '[limits] registered_limits: the limit of %s must be an '
-                    'integer, not %r' % (resource, value)) from None
-            if registered[resource] < -1:
-                raise ValueError(
-                    '[limits] registered_limits: the limit of %s must be at '
-                    'least -1 (unlimited), not %r' % (resource, value))
-        if group.limits_file:
-            source = sources.EmbeddedSource.from_file(
-                group.limits_file, registered_limits=registered)
-        else:
-            from placement_quota.limits import tree
-            source = sources.EmbeddedSource(
-                tree.LimitData(registered_limits=registered))
-        if group.accounts:
-            from placement_quota.accounts import source as accounts_source
-            from placement_quota.conf import ledger as ledger_conf
-            ledger_conf.register_opts_once(conf)
-            source = accounts_source.AccountsSource(
-                source, accounts_source.ledger_if_present(conf))
-    if group.cache_ttl:
-        source = sources.CachingSource(source, group.cache_ttl)
-    return source
-
-
-def enforcer_from_conf(conf, usage=None, source=None):
-    """An :class:`~placement_quota.limits.Enforcer` as ``[limits]`` says:
-    its source (:func:`source_from_conf` unless ``source`` is given),
-    ``usage_calculation``, ``verify_claims`` and
-    ``unregistered_resource_limit``.
-
-    ``usage`` is the usage callback or ``get_usage`` object; the naive
-    calculation needs one (ValueError otherwise).
-    """
-    group = conf.limits
-    return enforcer_mod.Enforcer(
-        source if source is not None else source_from_conf(conf),
-        usage=usage, aggregate=group.usage_calculation == 'aggregate',
-        verify=group.verify_claims,
-        unregistered_limit=group.unregistered_resource_limit)
 
 
 class KeystoneLimitSource(sources.LimitSource):

@@ -39,7 +39,6 @@ VCPU = 'class:VCPU'
 MEMORY_MB = 'class:MEMORY_MB'
 DISK_GB = 'class:DISK_GB'
 HOST_PREFIX = 'host:'
-HOST_CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
 
 #: Instance fields -> the resource they multiply into.
 INSTANCE_CLASSES = (('vcpus', VCPU), ('memory_mb', MEMORY_MB),

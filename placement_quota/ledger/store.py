@@ -31,6 +31,8 @@ import alembic.script
 from oslo_log import log as logging
 from oslo_utils import timeutils
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
 from sqlalchemy import exc as sa_exc
 
 from placement_quota.ledger import accounting
@@ -246,11 +248,9 @@ class Transaction:
         values = {'project_id': project_id, 'created_at': self.now}
         dialect = self.ledger.dialect
         if dialect == 'postgresql':
-            from sqlalchemy.dialects import postgresql
             stmt = postgresql.insert(table).values(
                 **values).on_conflict_do_nothing()
         elif dialect == 'sqlite':
-            from sqlalchemy.dialects import sqlite
             stmt = sqlite.insert(table).values(
                 **values).on_conflict_do_nothing()
         else:

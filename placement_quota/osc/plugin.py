@@ -90,11 +90,6 @@ def _paths(value):
             if path.strip()]
 
 
-def config(client_manager):
-    """The ``ConfigOpts`` of the shell of ``client_manager``."""
-    return getattr(client_manager, API_NAME).conf
-
-
 def _auth_configured(client_manager):
     """Whether the shell was given credentials (without loading them)."""
     settings = client_manager._cli_options.config
@@ -116,17 +111,23 @@ class PlacementQuotaClient:
         self.config_files = list(config_files)
         self.config_dir = config_dir
         self._conf = None
+        #: The Services of this shell (see
+        #: :func:`placement_quota.cmd.common.services`), made on first use
+        #: with :meth:`placement_adapter` as the Placement fallback.
+        self.services = None
+        self.placement_fallback = self.placement_adapter
 
     @property
     def conf(self):
         """The ``ConfigOpts``, read on first use; exits with status 2
         and the reason when a file is missing or invalid."""
         if self._conf is None:
+            # Imported here, not at the top: this module is imported by
+            # every ``openstack`` command, and these cost about 0.3 s.
             from oslo_config import cfg
 
             from placement_quota.cmd import main
             from placement_quota import conf as pq_conf
-            from placement_quota.placement import client
 
             args = []
             if self.config_dir:
@@ -136,7 +137,6 @@ class PlacementQuotaClient:
                                           use_stderr=True)
             except (cfg.Error, ValueError) as exc:
                 main.fail('configuration error: %s' % exc)
-            client.set_fallback(conf, self.placement_adapter)
             self._conf = conf
         return self._conf
 
@@ -146,6 +146,7 @@ class PlacementQuotaClient:
         manager = self.client_manager
         if not _auth_configured(manager):
             return None
+        # See conf: not imported by every ``openstack`` command.
         from keystoneauth1 import adapter
 
         from placement_quota.cmd import main

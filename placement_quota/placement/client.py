@@ -12,9 +12,9 @@
 """The Placement client: the one place placement-quota talks to Placement.
 
 * One keystoneauth session, reused, built from ``[placement]``; or, when no
-  Placement is configured, the session a caller registered for the
-  configuration (:func:`set_fallback`: the ``openstack`` client plugin
-  gives its authenticated session), else the embedded default (the real
+  Placement is configured, the session a caller passes as ``fallback``
+  (the ``openstack`` client plugin gives its authenticated session), else
+  the embedded default (the real
   openstack-placement code in-process, served on a loopback port).
 * The microversion is negotiated once against the server's range: the
   highest we know (:data:`MAX_VERSION`) that the server offers; a server
@@ -37,6 +37,7 @@ from oslo_log import log as logging
 import tenacity
 
 from placement_quota.conf import placement as placement_conf
+from placement_quota.placement import embedded
 
 LOG = logging.getLogger(__name__)
 
@@ -179,32 +180,6 @@ def choose_version(low, high):
     return chosen
 
 
-#: ``id(conf)`` -> ``(conf, factory)``: see :func:`set_fallback`.
-_FALLBACKS = {}
-_FALLBACKS_LOCK = threading.Lock()
-
-
-def set_fallback(conf, factory):
-    """Reach Placement with ``factory()`` when ``conf`` configures none.
-
-    When ``[placement]`` of ``conf`` has neither auth options nor
-    ``endpoint_override``, :meth:`PlacementClient.from_conf` calls
-    ``factory()``: a ``(keystoneauth Adapter, description)`` pair, or None
-    to fall back to the embedded Placement. The ``openstack`` client plugin
-    registers the session of the shell's credentials this way.
-    """
-    with _FALLBACKS_LOCK:
-        _FALLBACKS[id(conf)] = (conf, factory)
-
-
-def _fallback(conf):
-    with _FALLBACKS_LOCK:
-        found = _FALLBACKS.get(id(conf))
-    if found is None or found[0] is not conf:
-        return None
-    return found[1]()
-
-
 class PlacementClient:
     """Talk to one Placement with one session and one microversion.
 
@@ -221,16 +196,19 @@ class PlacementClient:
         self.calls = 0
 
     @classmethod
-    def from_conf(cls, conf):
-        """From ``[placement]``; when unconfigured, the fallback of
-        :func:`set_fallback`, else the embedded default."""
+    def from_conf(cls, conf, fallback=None):
+        """From ``[placement]``; when it configures no Placement (neither
+        auth options nor ``endpoint_override``), ``fallback()`` -- a
+        ``(keystoneauth Adapter, description)`` pair, or None -- else the
+        embedded default. The ``openstack`` client plugin passes the
+        session of the shell's credentials as ``fallback``."""
         group = placement_conf.GROUP.name
         options = conf[group]
         auth = ks_loading.load_auth_from_conf_options(conf, group)
         if auth is None and not options.endpoint_override:
-            fallback = _fallback(conf)
-            if fallback is not None:
-                return cls(*fallback)
+            found = fallback() if fallback is not None else None
+            if found is not None:
+                return cls(*found)
             return cls.embedded(options.embedded_state_dir)
         session = ks_loading.load_session_from_conf_options(conf, group,
                                                             auth=auth)
@@ -253,7 +231,6 @@ class PlacementClient:
     def embedded(cls, state_dir):
         """The embedded default: real Placement code on SQLite, in-process,
         served on a loopback port (started once per process)."""
-        from placement_quota.placement import embedded
         endpoint = embedded.serve_in_thread(
             embedded.sqlite_connection(state_dir))
         LOG.info('Using the embedded Placement at %s (database in %s)',

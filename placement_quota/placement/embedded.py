@@ -64,6 +64,8 @@ from oslo_log import log as logging
 import sqlalchemy.engine
 import sqlalchemy.event
 
+from placement_quota import wsgi_server
+
 LOG = logging.getLogger(__name__)
 
 #: The noauth2 token: user ``admin``, project ``admin``.
@@ -112,6 +114,8 @@ def make_conf(connection, config_files=()):
     Placement that checks tokens with a real Keystone (the database options
     set here win over theirs).
     """
+    # openstack-placement is imported when the embedded default first
+    # starts, not with this module: it takes about a second.
     from placement import conf as placement_conf
 
     conf = cfg.ConfigOpts()
@@ -186,6 +190,7 @@ def get_app(connection, config_files=()):
                     % (_shown(_connection), _shown(connection)))
             return _app
 
+        # openstack-placement: see make_conf.
         from placement import db_api
         from placement import deploy
 
@@ -224,7 +229,6 @@ def serve_in_thread(connection, host='127.0.0.1'):
     app = get_app(connection)
     with _lock:
         if _server is None:
-            from placement_quota import wsgi_server
             _server = wsgi_server.WSGIServer(
                 app, host=host, server_name='placement-embedded').start()
             atexit.register(_server.stop)

@@ -24,9 +24,10 @@ from urllib import parse
 
 from oslo_log import log as logging
 
-from placement_quota.ledger import accounting
-
 LOG = logging.getLogger(__name__)
+
+#: The classes of a host that a physical:host reservation records.
+CLASSES = ('VCPU', 'MEMORY_MB', 'DISK_GB')
 
 
 class HostResources:
@@ -66,4 +67,4 @@ class HostResources:
             '/resource_providers/%s/inventories' % uuid)['inventories']
         return {rc: inv['total'] - inv.get('reserved', 0)
                 for rc, inv in inventories.items()
-                if rc in accounting.HOST_CLASSES}
+                if rc in CLASSES}

@@ -53,6 +53,8 @@ class _Counter:
 class _Rich:
 
     def __init__(self, total, description, stream):
+        # rich is optional (it comes with cliff's cmd2, not from our
+        # requirements): without it the bar is plain text.
         from rich import console
         from rich import progress
         self._progress = progress.Progress(

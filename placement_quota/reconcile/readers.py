@@ -31,6 +31,8 @@ about one per provider that ever held a reservation.
 
 import concurrent.futures
 
+from blazarclient import client as blazar_client
+from blazarclient import exception as blazar_exceptions
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
@@ -140,8 +142,6 @@ class BlazarReader:
     def from_conf(cls, conf):
         """None unless ``[blazar]`` has an ``auth_type`` or an
         ``endpoint_override``."""
-        from blazarclient import client as blazar_client
-
         group = reconcile_conf.BLAZAR_GROUP.name
         options = conf[group]
         auth = ks_loading.load_auth_from_conf_options(conf, group)
@@ -164,8 +164,6 @@ class BlazarReader:
 
         :raises BlazarError: when Blazar cannot be asked.
         """
-        from blazarclient import exception as blazar_exceptions
-
         try:
             leases = self.client.lease.list()
         except (ks_exceptions.Unauthorized,

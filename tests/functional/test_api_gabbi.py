@@ -19,18 +19,17 @@ import os
 from gabbi import driver
 
 from placement_quota.api import app as api_app
-from placement_quota import conf as pq_conf
 from placement_quota.filters import chain as chain_mod
+from tests.fixtures import enforcement
 
 TESTS_DIR = os.path.join(os.path.dirname(__file__), 'gabbits')
 
 
 def make_app():
-    conf = pq_conf.new_config([], config_files=[])
-    conf.set_override('enabled_filters', ['MaximumReservationLengthFilter'],
-                      'enforcement')
-    conf.set_override('reservation_max_length', 86400, 'enforcement')
-    conf.set_override('max_request_body_size', 65536, 'api')
+    conf = enforcement.config(
+        enabled_filters=('enforcement', ['MaximumReservationLengthFilter']),
+        reservation_max_length=('enforcement', 86400),
+        max_request_body_size=('api', 65536))
     return api_app.make_app(conf, chain_mod.FilterChain(conf))
 
 

@@ -22,6 +22,7 @@ import sys
 
 import testtools
 
+from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota import conf as pq_conf
 from placement_quota.osc import plugin
@@ -114,8 +115,8 @@ class TestConfig(test_cli.CLITestCase):
         conf = pq_conf.new_config([], [])
         conf.set_override('endpoint_override', 'http://placement.test',
                           group='placement')
-        placement_client.set_fallback(conf, self.fail)
-        found = placement_client.PlacementClient.from_conf(conf)
+        found = placement_client.PlacementClient.from_conf(
+            conf, fallback=self.fail)
         self.assertEqual('http://placement.test', found.description)
 
     def test_plugin_config_is_what_commands_read_under_openstack(self):
@@ -126,6 +127,20 @@ class TestConfig(test_cli.CLITestCase):
         setattr(type(manager), plugin.API_NAME, client)
         command = _FakeCommand(_FakeShell(manager))
         self.assertIs(client.conf, main.config(command))
+
+    def test_commands_under_openstack_share_the_shells_services(self):
+        manager = _FakeClientManager()
+        manager._cli_options.config = {
+            'placement_quota_config_file': [self.config('[DEFAULT]\n')]}
+        client = plugin.make_client(manager)
+        setattr(type(manager), plugin.API_NAME, client)
+        shell = _FakeShell(manager)
+        found = common.services(_FakeCommand(shell))
+        self.assertIs(client.conf, found.conf)
+        self.assertIs(found, common.services(_FakeCommand(shell)))
+
+    def test_the_api_name_is_the_one_commands_look_up(self):
+        self.assertEqual(plugin.API_NAME, main.OSC_API_NAME)
 
 
 class _FakeClientManager:

@@ -12,11 +12,14 @@
 """The filter chain: loading, order, denials, notifications, exemptions."""
 
 import fixtures
+from oslo_config import cfg
 import testtools
 
 from placement_quota import conf as pq_conf
+from placement_quota import filters
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
+from placement_quota import services as services_mod
 from tests import spec_examples as spec
 
 CALLS = []
@@ -76,6 +79,7 @@ class ChainTestCase(testtools.TestCase):
         super().setUp()
         del CALLS[:]
         self.conf = pq_conf.new_config([], config_files=[])
+        chain_mod.register_filter_opts(self.conf, filters.all_filters)
         self.conf.set_override('available_filters',
                                [__name__ + '.all_filters'], 'enforcement')
 
@@ -294,6 +298,25 @@ class TestLoading(ChainTestCase):
                                [__name__ + '.no_such_list'], 'enforcement')
         error = self.assertRaises(chain_mod.FilterLoadError, self.chain)
         self.assertIn("no attribute 'no_such_list'", str(error))
+
+    def test_options_of_every_available_filter_are_registered(self):
+        conf = pq_conf.new_config([], config_files=[])
+        self.assertRaises(cfg.NoSuchOptError, getattr, conf.enforcement,
+                          'max_leases_per_project')
+        # The default chain does not enable LeaseCountFilter.
+        chain_mod.FilterChain(conf)
+        self.assertEqual(0, conf.enforcement.max_leases_per_project)
+
+    def test_a_filter_gets_the_services_of_its_chain(self):
+        conf = pq_conf.new_config([], config_files=[])
+        conf.set_override('enabled_filters', ['LeaseCountFilter'],
+                          'enforcement')
+        conf.set_override('connection', 'sqlite://', 'ledger')
+        conf.set_override('count_host_resources', False, 'ledger')
+        services = services_mod.Services(conf)
+        self.addCleanup(services.close)
+        chain = chain_mod.FilterChain(conf, services=services)
+        self.assertIs(services.ledger, chain.filters[0].ledger)
 
     def test_bad_option_value_is_a_load_error_naming_the_filter(self):
         self.conf.set_override('available_filters', [], 'enforcement')

@@ -18,15 +18,14 @@ import testtools
 from placement_quota import conf as pq_conf
 from placement_quota.filters import base
 from placement_quota.filters import max_length
+from tests import builders
 from tests import spec_examples as spec
 
 DAY = 86400
 
 
 def lease(seconds, start=datetime.datetime(2020, 5, 13)):
-    return {'start_date': start,
-            'end_date': start + datetime.timedelta(seconds=seconds),
-            'reservations': []}
+    return builders.lease(start, start + datetime.timedelta(seconds=seconds))
 
 
 class TestMaximumReservationLength(testtools.TestCase):
@@ -36,6 +35,7 @@ class TestMaximumReservationLength(testtools.TestCase):
         self.conf = pq_conf.new_config([], config_files=[])
 
     def filter(self, cls=max_length.MaximumReservationLengthFilter, **opts):
+        cls.register_opts(self.conf)
         for name, value in opts.items():
             self.conf.set_override(name, value, 'enforcement')
         return cls(self.conf)

@@ -68,10 +68,12 @@ def serve(threads, log_file):
 
     from placement_quota.api import app as api_app
     from placement_quota import conf as pq_conf
+    from placement_quota import filters
     from placement_quota.filters import chain as chain_mod
     from placement_quota import wsgi_server
 
     conf = pq_conf.new_config([], config_files=[])
+    chain_mod.register_filter_opts(conf, filters.all_filters)
     conf.set_override('enabled_filters', ['MaximumReservationLengthFilter',
                                           'ExternalServiceFilter'],
                       'enforcement')

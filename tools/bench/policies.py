@@ -57,13 +57,14 @@ import requests  # noqa: E402
 
 from placement_quota.api import app as api_app  # noqa: E402
 from placement_quota import conf as pq_conf  # noqa: E402
+from placement_quota import filters  # noqa: E402
 from placement_quota.filters import chain as chain_mod  # noqa: E402
 from placement_quota.filters import nova_quota  # noqa: E402
-from placement_quota import ledger as ledger_pkg  # noqa: E402
 from placement_quota.ledger import models  # noqa: E402
 from placement_quota.ledger import store  # noqa: E402
 from placement_quota.placement import client as placement_client  # noqa
 from placement_quota.placement import embedded  # noqa: E402
+from placement_quota import services as services_mod  # noqa: E402
 from placement_quota.placement import usage as placement_usage  # noqa
 from placement_quota import wsgi_server  # noqa: E402
 
@@ -171,6 +172,7 @@ def configure(directory, endpoint, connection, paths):
                 '[placement]\nauth_type = admin_token\nendpoint = %s\n'
                 'token = admin\n' % (connection, endpoint))
     conf = pq_conf.new_config([], config_files=[path])
+    chain_mod.register_filter_opts(conf, filters.all_filters)
     overrides = {
         ('enforcement', 'enabled_filters'): FILTERS,
         ('enforcement', 'reservation_max_length'): 7 * 86400,
@@ -289,7 +291,8 @@ def main(argv=None):
         conf = configure(directory, server.url, connection,
                          write_files(directory, projects))
         conf.set_override('accounts', not args.no_accounts, 'limits')
-        chain = chain_mod.FilterChain(conf)
+        services = services_mod.Services(conf)
+        chain = chain_mod.FilterChain(conf, services=services)
         app = api_app.make_app(conf, chain)
         service = wsgi_server.WSGIServer(app, threads=4).start()
         phases = {}
@@ -303,7 +306,7 @@ def main(argv=None):
                     service.url, projects, hosts, args.requests, rng)
         finally:
             service.stop()
-            ledger_pkg.forget(conf)
+            services.close()
         fit = usage_reads(client, args.max_count)
     finally:
         server.stop()

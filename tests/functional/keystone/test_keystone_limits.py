@@ -28,6 +28,7 @@ from placement_quota import limits
 from placement_quota.limits import errors
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
+from placement_quota import services
 from tests.fixtures import keystone
 from tests.functional import test_cli
 
@@ -292,7 +293,7 @@ class TestServiceResolution(KeystoneLimitsTestCase):
         self.keystone.set_admin_options(conf, KEYSTONE)
         conf.set_override('source', 'keystone', 'limits')
         conf.set_override('service_id', self.service.id, 'limits')
-        source = identity_limits.source_from_conf(conf)
+        source = services.limits_source(conf)
         self.assertEqual({'cores': 11}, source.load().registered_limits)
 
 

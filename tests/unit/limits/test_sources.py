@@ -17,9 +17,9 @@ import tempfile
 import testtools
 
 from placement_quota import conf as pq_conf
-from placement_quota.identity import limits as identity_limits
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
+from placement_quota import services
 
 SPEC_FILE = """\
 model: strict-two-level
@@ -178,17 +178,17 @@ class TestSourceFromConf(FileTestCase):
 
     def test_the_default_is_embedded_with_the_accounts_and_no_cache(self):
         from placement_quota.accounts import source as accounts_source
-        source = identity_limits.source_from_conf(self.conf())
+        source = services.limits_source(self.conf())
         self.assertIsInstance(source, accounts_source.AccountsSource)
         self.assertIsInstance(source.base, sources.EmbeddedSource)
 
     def test_registered_limits_come_from_the_options(self):
-        source = identity_limits.source_from_conf(
+        source = services.limits_source(
             self.conf(registered_limits={'cores': '10'}))
         self.assertEqual({'cores': 10}, source.load().registered_limits)
 
     def test_the_files_registered_limits_win_over_the_options(self):
-        source = identity_limits.source_from_conf(self.conf(
+        source = services.limits_source(self.conf(
             limits_file=self.write(SPEC_FILE),
             registered_limits={'cores': '3', 'ram_mb': '100'}))
         self.assertEqual({'cores': 10, 'ram_mb': 100},
@@ -196,17 +196,17 @@ class TestSourceFromConf(FileTestCase):
 
     def test_a_non_integer_registered_limit_names_resource_and_value(self):
         error = self.assertRaises(
-            ValueError, identity_limits.source_from_conf,
+            ValueError, services.limits_source,
             self.conf(registered_limits={'cores': 'many'}))
         self.assertIn('cores', str(error))
         self.assertIn("'many'", str(error))
 
     def test_a_registered_limit_below_minus_one_is_refused(self):
-        self.assertRaises(ValueError, identity_limits.source_from_conf,
+        self.assertRaises(ValueError, services.limits_source,
                           self.conf(registered_limits={'cores': '-2'}))
 
     def test_a_cache_ttl_wraps_the_source(self):
-        source = identity_limits.source_from_conf(self.conf(cache_ttl=60))
+        source = services.limits_source(self.conf(cache_ttl=60))
         self.assertIsInstance(source, sources.CachingSource)
 
 
@@ -215,21 +215,21 @@ class TestEnforcerFromConf(testtools.TestCase):
     conf = staticmethod(limits_conf)
 
     def test_the_defaults_give_the_aggregate_path_with_verify(self):
-        enforcer = identity_limits.enforcer_from_conf(self.conf())
+        enforcer = services.enforcer(self.conf())
         self.assertEqual((True, True), (enforcer.aggregate, enforcer.verify))
 
     def test_naive_calculation_and_no_verify_are_honoured(self):
-        enforcer = identity_limits.enforcer_from_conf(
+        enforcer = services.enforcer(
             self.conf(usage_calculation='naive', verify_claims=False),
             usage=lambda project_id, resources: {})
         self.assertEqual((False, False),
                          (enforcer.aggregate, enforcer.verify))
 
     def test_the_naive_calculation_without_usage_is_refused(self):
-        self.assertRaises(ValueError, identity_limits.enforcer_from_conf,
+        self.assertRaises(ValueError, services.enforcer,
                           self.conf(usage_calculation='naive'))
 
     def test_the_unregistered_resource_limit_is_honoured(self):
-        enforcer = identity_limits.enforcer_from_conf(
+        enforcer = services.enforcer(
             self.conf(unregistered_resource_limit=-1))
         self.assertIsNone(enforcer.enforce('anyone', {'gpus': 1000}))
