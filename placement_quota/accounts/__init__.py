@@ -16,4 +16,12 @@ per resource, free-form metadata, its reservations in the ledger and its
 consumers in Placement. The accounts are kept in the ledger database and
 are the embedded limits source's hierarchy and limits
 (:mod:`placement_quota.accounts.source`).
+
+:mod:`~placement_quota.accounts.service` orchestrates the operations on
+the ledger's SQL (:mod:`~placement_quota.accounts.store`) and Placement
+(:mod:`~placement_quota.accounts.consumers`); what needs no I/O lives
+apart: the account (:mod:`~placement_quota.accounts.model`), the PUT body
+(:mod:`~placement_quota.accounts.schema`), move actions and their limit
+check (:mod:`~placement_quota.accounts.moves`), and the errors
+(:mod:`~placement_quota.accounts.errors`).
 """

@@ -136,10 +136,3 @@ def ledger_if_present(conf):
 class _ReadOnly:
     def __init__(self, engine):
         self.engine = engine
-
-
-def source_from_conf(conf):
-    """The limits source of ``conf`` (accounts included when
-    ``[limits] accounts`` is on and the source is embedded)."""
-    from placement_quota.identity import limits
-    return limits.source_from_conf(conf)

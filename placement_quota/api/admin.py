@@ -30,28 +30,53 @@ Resources (``{account_id}`` percent-encoded, see
     GET|POST             /v1/{account_id}/leases/{lease_id}/action/move?dest=
 
 The handlers are thin: parse, call :class:`~placement_quota.accounts.
-service.Accounts`, serialize.
+service.Accounts`, serialize. Its errors become HTTP answers through one
+table, :data:`STATUS`.
 """
 
 import json
 from urllib import parse
 
 from keystonemiddleware import auth_token
+from oslo_context import context as oslo_context
 from oslo_log import log as logging
 from oslo_middleware import healthcheck
 from oslo_policy import policy as oslo_policy
 import webob
 
+from placement_quota.accounts import errors
 from placement_quota.accounts import ids
-from placement_quota.accounts import service as service_mod
+from placement_quota.accounts import service
 from placement_quota.api import app as api_app
 from placement_quota.api import util
 from placement_quota import policies
+from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
 
 HEADER_PREFIX = 'X-Account-'
 _UNSAFE = "!$&'()*+,;=:@"
+
+#: The HTTP status of each account error (the nearest class in the error's
+#: MRO wins: OverLimit is a Conflict).
+STATUS = {
+    errors.AccountError: 400,
+    errors.Invalid: 400,
+    errors.NotFound: 404,
+    errors.Gone: 410,
+    errors.Conflict: 409,
+    errors.OverLimit: 409,
+    errors.PreconditionFailed: 412,
+    errors.SourceUnavailable: 502,
+}
+
+
+def status_of(error):
+    """The HTTP status answering the account error ``error``."""
+    for cls in type(error).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    raise TypeError('%s is not an account error' % type(error).__name__)
 
 
 def _encode(text):
@@ -172,8 +197,8 @@ class AdminAPI:
             response = self._dispatch(req)
         except util.HTTPError as exc:
             response = exc.response()
-        except service_mod.AccountError as exc:
-            response = util.HTTPError(exc.status, exc.message,
+        except errors.AccountError as exc:
+            response = util.HTTPError(status_of(exc), exc.message,
                                       **exc.body).response()
         except ids.InvalidAccountId as exc:
             response = util.HTTPError(400, str(exc), field=exc.field,
@@ -259,19 +284,21 @@ class AdminAPI:
 
     # --- policy -----------------------------------------------------------
 
+    def credentials(self, environ):
+        """The policy credentials of a request, from the headers
+        keystonemiddleware sets (oslo.context). Without Keystone
+        (``trust_roles_header`` False), a request without ``X-Roles`` has
+        the ``admin`` role."""
+        context = oslo_context.RequestContext.from_environ(
+            environ, overwrite=False)
+        if 'HTTP_X_ROLES' not in environ and not self.trust_roles_header:
+            context.roles = ['admin']
+        else:
+            context.roles = [r for r in context.roles if r]
+        return context.to_policy_values()
+
     def authorize(self, req, rule, account_id):
-        environ = req.environ
-        roles = environ.get('HTTP_X_ROLES')
-        if roles is None and not self.trust_roles_header:
-            roles = 'admin'
-        credentials = {
-            'roles': [r.strip() for r in (roles or '').split(',')
-                      if r.strip()],
-            'user_id': environ.get('HTTP_X_USER_ID'),
-            'project_id': environ.get('HTTP_X_PROJECT_ID'),
-            'domain_id': environ.get('HTTP_X_DOMAIN_ID'),
-            'system_scope': environ.get('HTTP_OPENSTACK_SYSTEM_SCOPE'),
-        }
+        credentials = self.credentials(req.environ)
         target = {'account_id': account_id,
                   'project_id': credentials['project_id']}
         try:
@@ -370,19 +397,20 @@ class AdminAPI:
                                   {'Location': location})
 
 
-def make_admin_app(conf, accounts=None, enforcer=None):
-    """The admin API WSGI app of ``conf``."""
-    from placement_quota.accounts import service
-
+def make_admin_app(conf, services=None, accounts=None, enforcer=None):
+    """The admin API WSGI app of ``conf``, on the accounts of ``services``
+    (a :class:`placement_quota.services.Services`, made of ``conf`` when
+    None) unless ``accounts`` is given."""
     if accounts is None:
-        accounts = service.Accounts.from_conf(conf)
+        accounts = service.Accounts.from_services(
+            services or services_mod.Services(conf))
     if enforcer is None:
         enforcer = policies.enforcer(conf)
     keystone = conf.admin_api.auth_strategy == 'keystone'
     app = AdminAPI(accounts, enforcer, conf.admin_api.max_request_body_size,
                    trust_roles_header=keystone)
     if keystone:
-        api_app._check_keystone_authtoken(conf)
+        util.check_keystone_authtoken(conf)
         app = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
     public = {'/healthcheck': healthcheck.Healthcheck(None, {'backends': ''})}
     return api_app.RequestId(api_app.FaultBarrier(_Public(public, app)))

@@ -177,19 +177,6 @@ class FaultBarrier:
             return response(environ, start_response)
 
 
-def _check_keystone_authtoken(conf):
-    """Refuse to start with auth_strategy = keystone but no Keystone: every
-    request would fail later."""
-    group = conf.keystone_authtoken
-    missing = [name for name in ('www_authenticate_uri', 'auth_type')
-               if not getattr(group, name, None)]
-    if missing:
-        raise ValueError(
-            '[api] auth_strategy is keystone but [keystone_authtoken] %s %s '
-            'not set' % (' and '.join(missing),
-                         'is' if len(missing) == 1 else 'are'))
-
-
 def make_app(conf, chain):
     """The enforcement service WSGI app for ``conf``, running ``chain``."""
     documents = public_routes()
@@ -200,7 +187,7 @@ def make_app(conf, chain):
         protected = auth_token.AuthProtocol(
             ServiceRoleCheck(protected, conf.api.service_roles),
             {'oslo_config_config': conf})
-        _check_keystone_authtoken(conf)
+        util.check_keystone_authtoken(conf)
     apps = dict.fromkeys(documents, public)
     apps['/healthcheck'] = healthcheck.Healthcheck(None, {'backends': ''})
     return RequestId(FaultBarrier(Dispatcher(apps, protected)))

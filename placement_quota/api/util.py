@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Small helpers shared by our WSGI handlers: JSON responses and bodies."""
+"""Small helpers shared by our WSGI apps: JSON responses and bodies, and
+the check of the Keystone options."""
 
 import json
 
@@ -102,3 +103,16 @@ def _too_large(length, limit):
     return HTTPError(413, 'Request body of %s bytes exceeds the limit of %d '
                      'bytes ([api] max_request_body_size)' % (size, limit),
                      field='body', value=length)
+
+
+def check_keystone_authtoken(conf):
+    """Refuse to start with auth_strategy = keystone but no Keystone: every
+    request would fail later."""
+    group = conf.keystone_authtoken
+    missing = [name for name in ('www_authenticate_uri', 'auth_type')
+               if not getattr(group, name, None)]
+    if missing:
+        raise ValueError(
+            '[api] auth_strategy is keystone but [keystone_authtoken] %s %s '
+            'not set' % (' and '.join(missing),
+                         'is' if len(missing) == 1 else 'are'))

@@ -30,10 +30,10 @@ import json
 import threading
 import time
 
-import jsonschema
 import yaml
 
 from placement_quota.limits import tree as tree_mod
+from placement_quota import schemas
 
 
 class SourceError(Exception):
@@ -98,26 +98,13 @@ FILE_SCHEMA = {
 }
 
 
-def _is_integer(checker, value):
-    # JSON Schema calls 10.0 an integer; a limit of 10.0 is a typo here.
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-_Validator = jsonschema.validators.extend(
-    jsonschema.Draft7Validator,
-    type_checker=jsonschema.Draft7Validator.TYPE_CHECKER.redefine(
-        'integer', _is_integer))
-
-
 def data_from_dict(document, where='limits data'):
     """A LimitData from the file format (see :class:`EmbeddedSource`).
 
     Raises SourceError naming the field and the value that is wrong.
     """
-    validator = _Validator(FILE_SCHEMA)
-    error = next(iter(sorted(
-        validator.iter_errors(document),
-        key=lambda e: [str(p) for p in e.absolute_path])), None)
+    # JSON Schema calls 10.0 an integer; a limit of 10.0 is a typo here.
+    error = schemas.first_error(FILE_SCHEMA, document)
     if error is not None:
         field = '/'.join(str(p) for p in error.absolute_path) or '(top)'
         raise SourceError('%s: field %s: %s' % (where, field, error.message))

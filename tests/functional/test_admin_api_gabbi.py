@@ -28,12 +28,11 @@ from gabbi import fixture
 from wsgi_intercept import interceptor
 
 from placement_quota.accounts import service
-from placement_quota.accounts import source
 from placement_quota.api import admin
 from placement_quota import conf as pq_conf
-from placement_quota import ledger as ledger_mod
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
+from placement_quota import services as services_mod
 
 TESTS_DIR = os.path.join(os.path.dirname(__file__), 'gabbits_admin')
 #: Seconds a deleted account answers 410 in these scenarios.
@@ -89,17 +88,19 @@ class AccountsFixture(fixture.GabbiFixture):
             client, node, 'alice-%s' % run, {'VCPU': 2, 'MEMORY_MB': 2048})
         os.environ['CONSUMER_OTHER'] = seed_consumer(
             client, node, 'carol-%s' % run, {'VCPU': 1})
+        services = services_mod.Services(conf, placement=client)
         accounts = service.Accounts(
-            ledger_mod.shared(conf), client, source.source_from_conf(conf),
+            services.ledger, client, services.limits_source,
             recovery_period=RECOVERY_PERIOD)
         _STATE['conf'] = conf
+        _STATE['services'] = services
         _STATE['accounts'] = accounts
         _STATE['client'] = client
         _STATE['node'] = node
 
     def stop_fixture(self):
         self.intercept.uninstall_intercept()
-        ledger_mod.forget(_STATE['conf'])
+        _STATE['services'].close()
         shutil.rmtree(self.tempdir, ignore_errors=True)
 
 

@@ -68,14 +68,13 @@ from oslo_utils import timeutils  # noqa: E402
 import requests  # noqa: E402
 
 from placement_quota.accounts import service  # noqa: E402
-from placement_quota.accounts import source  # noqa: E402
 from placement_quota.api import admin  # noqa: E402
 from placement_quota import conf as pq_conf  # noqa: E402
-from placement_quota import ledger as ledger_mod  # noqa: E402
 from placement_quota.ledger import models  # noqa: E402
 from placement_quota.placement import capacity  # noqa: E402
 from placement_quota.placement import client as placement_client  # noqa: E402,E501
 from placement_quota.placement import embedded  # noqa: E402
+from placement_quota import services as services_mod  # noqa: E402
 from placement_quota import wsgi_server  # noqa: E402
 from tools.bench import common  # noqa: E402
 
@@ -149,9 +148,10 @@ class Admin:
         self.conf = conf
         self.client = placement_client.PlacementClient.from_endpoint(
             placement_url, embedded.NOAUTH_HEADERS, timeout=REQUEST_TIMEOUT)
-        self.ledger = ledger_mod.shared(conf)
+        self.services = services_mod.Services(conf, placement=self.client)
+        self.ledger = self.services.ledger
         self.accounts = service.Accounts(
-            self.ledger, self.client, source.source_from_conf(conf),
+            self.ledger, self.client, self.services.limits_source,
             workers=conf.accounts.placement_workers)
         self.server = wsgi_server.WSGIServer(admin.make_admin_app(
             conf, accounts=self.accounts), threads=4).start()
@@ -159,7 +159,7 @@ class Admin:
 
     def stop(self):
         self.server.stop()
-        ledger_mod.forget(self.conf)
+        self.services.close()
 
     def account(self, account_id):
         response = requests.put(self.url + parse.quote(account_id, safe=''),

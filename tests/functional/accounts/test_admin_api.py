@@ -24,13 +24,13 @@ import uuid
 import requests
 import testtools
 
+from placement_quota.accounts import errors
 from placement_quota.accounts import service
-from placement_quota.accounts import source
 from placement_quota.api import admin
 from placement_quota import conf as pq_conf
-from placement_quota import ledger as ledger_mod
 from placement_quota.ledger import models
 from placement_quota.placement import client as placement_client
+from placement_quota import services as services_mod
 from placement_quota import wsgi_server
 from tests.fixtures import placement as placement_fixtures
 from tests.functional import test_admin_api_gabbi as seeds
@@ -60,12 +60,13 @@ class AdminAPITestCase(testtools.TestCase):
             self.dir, 'ledger.sqlite'), 'ledger')
         self.conf.set_override('registered_limits', {'hosts': '10'},
                                'limits')
-        self.addCleanup(ledger_mod.forget, self.conf)
         self.client = placement_client.PlacementClient.from_endpoint(
             self.placement.endpoint, self.placement.headers)
+        self.services = services_mod.Services(self.conf,
+                                              placement=self.client)
+        self.addCleanup(self.services.close)
         self.accounts = service.Accounts(
-            ledger_mod.shared(self.conf), self.client,
-            source.source_from_conf(self.conf))
+            self.services.ledger, self.client, self.services.limits_source)
         server = wsgi_server.WSGIServer(admin.make_admin_app(
             self.conf, accounts=self.accounts), threads=4).start()
         self.addCleanup(server.stop)
@@ -241,7 +242,7 @@ class TestConditionalMoves(AdminAPITestCase):
             'project_id': self.source, 'user_id': 'u',
             'consumer_generation': body['consumer_generation'],
             'consumer_type': 'INSTANCE'})
-        self.assertRaises(service.PreconditionFailed, self.accounts._apply,
+        self.assertRaises(errors.PreconditionFailed, self.accounts._apply,
                           self.source, self.dest, action)
         self.assertEqual([self.source, self.source],
                          [self.project_of(a), self.project_of(b)])
@@ -255,7 +256,7 @@ class TestLeaseMoves(AdminAPITestCase):
         self.dest = self.name('dst')
         self.put(self.source)
         self.put(self.dest, {'limits': {'hosts': 3}})
-        self.ledger = ledger_mod.shared(self.conf)
+        self.ledger = self.services.ledger
 
     def lease(self, project_id, hosts, lease_id=None):
         now = self.ledger.clock()

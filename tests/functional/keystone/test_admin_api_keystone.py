@@ -26,11 +26,10 @@ import requests
 import testtools
 
 from placement_quota.accounts import service
-from placement_quota.accounts import source
 from placement_quota.api import admin
 from placement_quota import conf as pq_conf
-from placement_quota import ledger as ledger_mod
 from placement_quota.placement import client as placement_client
+from placement_quota import services as services_mod
 from placement_quota import wsgi_server
 from tests.fixtures import keystone
 from tests.fixtures import placement as placement_fixtures
@@ -61,11 +60,12 @@ class TestAdminAPIWithKeystone(testtools.TestCase):
                           AUTHTOKEN)
         auth_tests._set_password_auth(conf, AUTHTOKEN, self.keystone,
                                       service_user, self.project.id)
-        self.addCleanup(ledger_mod.forget, conf)
         client = placement_client.PlacementClient.from_endpoint(
             placement.endpoint, placement.headers)
-        accounts = service.Accounts(ledger_mod.shared(conf), client,
-                                    source.source_from_conf(conf))
+        services = services_mod.Services(conf, placement=client)
+        self.addCleanup(services.close)
+        accounts = service.Accounts(services.ledger, client,
+                                    services.limits_source)
         server = wsgi_server.WSGIServer(admin.make_admin_app(
             conf, accounts=accounts), threads=4).start()
         self.addCleanup(server.stop)

@@ -1,0 +1,137 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""What the accounts read from and write to Placement.
+
+An account's consumers are the Placement consumers whose allocations carry
+the account as project. Every function takes the PlacementClient and turns
+Placement's failures into account errors: SourceUnavailable (Placement
+could not be read or refused a write), Invalid (a malformed consumer
+UUID), PreconditionFailed (a consumer changed during a move).
+"""
+
+import concurrent.futures
+import functools
+
+from placement_quota.accounts import errors
+from placement_quota.accounts import moves
+from placement_quota.placement import capacity
+from placement_quota.placement import client as placement_client
+
+
+def read(client, consumer_uuid):
+    """``GET /allocations/{uuid}``'s body, or None without allocations."""
+    try:
+        body = client.get('/allocations/%s' % consumer_uuid)
+    except placement_client.PlacementError as exc:
+        if exc.status == 400:
+            raise errors.Invalid('%s is not a consumer UUID: %s'
+                                 % (consumer_uuid, exc.detail),
+                                 field='consumer_uuid', value=consumer_uuid)
+        raise errors.SourceUnavailable('Cannot read consumer %s from '
+                                       'Placement: %s' % (consumer_uuid, exc),
+                                       field='placement')
+    return body if body.get('allocations') else None
+
+
+def usage(client, account_id):
+    """The ``usage.placement`` part of an account's representation: what
+    its consumers use, per resource class, and how many of each type."""
+    try:
+        found = capacity.project_usages(client, account_id)
+    except placement_client.PlacementError as exc:
+        raise errors.SourceUnavailable(
+            'Cannot read the Placement usage of account %r: %s'
+            % (account_id, exc), field='placement')
+    return {'resources': dict(sorted(found.resources.items())),
+            'consumers': {name: entry.consumer_count for name, entry
+                          in sorted((found.consumer_types or {}).items())}}
+
+
+def of_account(client, account_id, workers, known=None):
+    """Every consumer whose allocations carry ``account_id``: a list of
+    ``(uuid, GET /allocations/uuid body)``, sorted by UUID.
+
+    Placement lists no consumers by project, so this reads the allocations
+    of every provider, then each consumer once (``workers`` at a time):
+    one call per provider plus one per consumer. One ``GET /usages``
+    first: an account that uses nothing in Placement has no consumer, and
+    costs that one call.
+
+    ``known``: consumer UUIDs the account had a moment ago. They are read
+    again, and when those still of the account add up exactly to its
+    usage, they are all of them (any other consumer of the account would
+    add to its usage); otherwise every consumer is read.
+    """
+    reader = functools.partial(read, client)
+    try:
+        used = moves.nonzero(capacity.project_usages(client,
+                                                     account_id).resources)
+        if not used:
+            return []
+        with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
+
+            def owned(uuids):
+                """Those of ``uuids`` (read concurrently) that are the
+                account's, with their allocations."""
+                ordered = sorted(uuids)
+                return [(uuid, body) for uuid, body in zip(
+                    ordered, pool.map(reader, ordered))
+                    if body is not None and
+                    body.get('project_id') == account_id]
+
+            if known:
+                found = owned(known)
+                if moves.usage_of(found) == used:
+                    return found
+            providers = client.get('/resource_providers')[
+                'resource_providers']
+            uuids = set()
+            for body in pool.map(lambda p: client.get(
+                    '/resource_providers/%s/allocations' % p['uuid']),
+                    providers):
+                uuids.update(body.get('allocations') or {})
+            found = owned(uuids)
+    except placement_client.PlacementError as exc:
+        raise errors.SourceUnavailable(
+            'Cannot list the consumers of account %r in Placement: %s'
+            % (account_id, exc), field='placement')
+    return found
+
+
+def move(client, dest, consumers):
+    """Give ``consumers`` (``[(uuid, GET /allocations/uuid body)]``) to
+    ``dest`` in one ``POST /allocations`` carrying each consumer's
+    generation: all move, or none (PreconditionFailed when one changed)."""
+    typed = client.supports(placement_client.CONSUMER_TYPES)
+    payload = {}
+    for uuid, body in consumers:
+        entry = {
+            'allocations': {
+                rp: {'resources': alloc['resources']}
+                for rp, alloc in body['allocations'].items()},
+            'project_id': dest,
+            'user_id': body['user_id'],
+            'consumer_generation': body.get('consumer_generation'),
+        }
+        if typed and body.get('consumer_type'):
+            entry['consumer_type'] = body['consumer_type']
+        payload[uuid] = entry
+    try:
+        client.post('/allocations', payload)
+    except placement_client.Conflict as exc:
+        raise errors.PreconditionFailed(
+            'A consumer changed in Placement while it was moved '
+            '(its generation moved on); nothing was moved: %s'
+            % exc.detail, field='consumer_generation')
+    except placement_client.PlacementError as exc:
+        raise errors.SourceUnavailable('Placement refused the move: %s' % exc,
+                                       field='placement')
