@@ -11,6 +11,8 @@
 # under the License.
 """The request examples of specs/000, verbatim, shared by several tests."""
 
+from tests import builders
+
 CONTEXT = {
     "user_id": "c631173e-dec0-4bb7-a0c3-f7711153c06c",
     "project_id": "a0b86a98-b0d3-43cb-948e-00689182efd4",
@@ -18,33 +20,20 @@ CONTEXT = {
     "region_name": "RegionOne",
 }
 
-_FLOATINGIP = {
-    "resource_type": "virtual:floatingip",
-    "network_id": "external-network-id",
-    "amount": 1,
-    "allocations": [
-        {
-            "floating_network_id": "external-network-id",
-            "floating_ip_address": "192.168.1.100",
-            "id": "7375755f-717e-4883-91c1-06ceba2da96e"
-        }
-    ]
-}
+_FLOATINGIP = builders.floatingips(
+    1, network_id="external-network-id",
+    allocations=[{
+        "floating_network_id": "external-network-id",
+        "floating_ip_address": "192.168.1.100",
+        "id": "7375755f-717e-4883-91c1-06ceba2da96e"
+    }])
 
 
 def _host(min_, max_, hosts):
-    return {
-        "resource_type": "physical:host",
-        "min": min_,
-        "max": max_,
-        "hypervisor_properties": "[]",
-        "resource_properties": "[\"==\", \"$availability_zone\", \"az1\"]",
-        "allocations": [
-            {"id": str(i + 1), "hypervisor_hostname": h,
-             "extra": {"availability_zone": "az1"}}
-            for i, h in enumerate(hosts)
-        ]
-    }
+    return builders.hosts(
+        *hosts, min=min_, max=max_,
+        resource_properties="[\"==\", \"$availability_zone\", \"az1\"]",
+        first_id=1, availability_zone="az1")
 
 
 HOST_1 = "32af5a7a-e7a3-4883-a643-828e3f63bf54"
@@ -94,5 +83,4 @@ def on_end():
 
 def lease(start="2020-05-13 00:00", end="2020-05-14 00:00", **extra):
     """A minimal valid lease."""
-    return dict({"start_date": start, "end_date": end, "reservations": []},
-                **extra)
+    return builders.lease(start, end, **extra)

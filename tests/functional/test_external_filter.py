@@ -31,11 +31,12 @@ import fixtures
 import testtools
 
 from placement_quota.api import app as api_app
-from placement_quota import conf as pq_conf
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import external
 from placement_quota import wsgi_server
+from tests import builders
+from tests.fixtures import enforcement as enforcement_fixture
 
 READ_TIMEOUT = 0.5
 RETRIES = 2
@@ -88,12 +89,8 @@ SPEC_LEASE_SENT = {
 }
 
 
-def _lease(start, end):
-    return {'start_date': start, 'end_date': end, 'reservations': []}
-
-
-ONE_HOUR_LEASE = _lease('2030-01-01T00:00:00', '2030-01-01T01:00:00')
-TWO_DAY_LEASE = _lease('2030-01-01T00:00:00', '2030-01-03T00:00:00')
+ONE_HOUR_LEASE = builders.lease('2030-01-01T00:00:00', '2030-01-01T01:00:00')
+TWO_DAY_LEASE = builders.lease('2030-01-01T00:00:00', '2030-01-03T00:00:00')
 
 
 # --- peers ----------------------------------------------------------------
@@ -301,7 +298,7 @@ class ExternalFilterTestCase(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.conf = pq_conf.new_config(config_files=[])
+        self.conf = enforcement_fixture.new_config(config_files=[])
 
     def serve(self, server_cls):
         server = server_cls().start()
@@ -606,7 +603,7 @@ class TestEndpoints(ExternalFilterTestCase):
         path = os.path.join(workdir, 'placement-quota.conf')
         with open(path, 'w') as f:
             f.write('[enforcement_external]\nendpoint_url = ftp://x\n')
-        conf = pq_conf.new_config(config_files=[path])
+        conf = enforcement_fixture.new_config(config_files=[path])
         error = self.assertRaises(ValueError,
                                   external.ExternalServiceFilter, conf)
         self.assertIn('[enforcement_external] endpoint_url', str(error))
@@ -733,7 +730,7 @@ class TestAgainstOurEnforcementService(ExternalFilterTestCase):
 
     def setUp(self):
         super().setUp()
-        self.service_conf = pq_conf.new_config(config_files=[])
+        self.service_conf = enforcement_fixture.new_config(config_files=[])
         self.service_conf.set_override(
             'enabled_filters', ['MaximumReservationLengthFilter'],
             'enforcement')

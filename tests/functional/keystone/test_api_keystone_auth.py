@@ -26,11 +26,12 @@ import requests
 import testtools
 
 from placement_quota.api import app as api_app
-from placement_quota import conf as pq_conf
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import external
 from placement_quota import wsgi_server
+from tests import builders
+from tests.fixtures import enforcement as enforcement_fixture
 from tests.fixtures import keystone
 
 AUTHTOKEN = 'keystone_authtoken'
@@ -41,12 +42,8 @@ CONTEXT = {'project_id': 'a0b86a98-b0d3-43cb-948e-00689182efd4',
            'user_id': 'c631173e-dec0-4bb7-a0c3-f7711153c06c'}
 
 
-def _lease(start, end):
-    return {'start_date': start, 'end_date': end, 'reservations': []}
-
-
-ONE_HOUR_LEASE = _lease('2030-01-01T00:00:00', '2030-01-01T01:00:00')
-TWO_DAY_LEASE = _lease('2030-01-01T00:00:00', '2030-01-03T00:00:00')
+ONE_HOUR_LEASE = builders.lease('2030-01-01T00:00:00', '2030-01-01T01:00:00')
+TWO_DAY_LEASE = builders.lease('2030-01-01T00:00:00', '2030-01-03T00:00:00')
 CHECK_CREATE_BODY = {'context': CONTEXT, 'lease': ONE_HOUR_LEASE}
 
 
@@ -82,7 +79,7 @@ class KeystoneProtectedServiceTestCase(testtools.TestCase):
             self.project.id, roles=('service',))
 
     def start_service(self, service_roles=None):
-        conf = pq_conf.new_config(config_files=[])
+        conf = enforcement_fixture.new_config(config_files=[])
         conf.set_override('enabled_filters',
                           ['MaximumReservationLengthFilter'], 'enforcement')
         conf.set_override('reservation_max_length', MAX_LENGTH,
@@ -197,7 +194,7 @@ class TestExternalFilterWithKeystoneAuth(KeystoneProtectedServiceTestCase):
     def client_chain(self, **overrides):
         """A chain of ExternalServiceFilter, authenticating as the service
         user; ``overrides`` are [enforcement_external] options."""
-        conf = pq_conf.new_config(config_files=[])
+        conf = enforcement_fixture.new_config(config_files=[])
         conf.set_override('enabled_filters', ['ExternalServiceFilter'],
                           'enforcement')
         conf.set_override('endpoint_url', self.server.url + '/v1', EXTERNAL)

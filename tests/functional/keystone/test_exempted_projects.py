@@ -21,20 +21,17 @@ import uuid
 import fixtures
 import testtools
 
-from placement_quota import conf as pq_conf
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
+from tests import builders
+from tests.fixtures import enforcement as enforcement_fixture
 from tests.fixtures import keystone
 
 KEYSTONE = 'keystone'
 
 
-def _lease(start, end):
-    return {'start_date': start, 'end_date': end, 'reservations': []}
-
-
-ONE_HOUR_LEASE = _lease('2030-01-01T00:00:00', '2030-01-01T01:00:00')
-TWO_DAY_LEASE = _lease('2030-01-01T00:00:00', '2030-01-03T00:00:00')
+ONE_HOUR_LEASE = builders.lease('2030-01-01T00:00:00', '2030-01-01T01:00:00')
+TWO_DAY_LEASE = builders.lease('2030-01-01T00:00:00', '2030-01-03T00:00:00')
 
 
 def _context(project_id):
@@ -46,7 +43,7 @@ class ExemptionsTestCase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.logs = self.useFixture(fixtures.FakeLogger(level=logging.INFO))
-        self.conf = pq_conf.new_config(config_files=[])
+        self.conf = enforcement_fixture.new_config(config_files=[])
         self.conf.set_override('enabled_filters',
                                ['MaximumReservationLengthFilter'],
                                'enforcement')

@@ -16,12 +16,12 @@ import testtools
 
 from placement_quota.compute import quotas
 from placement_quota import conf as pq_conf
+from tests.builders import day
+from tests.builders import hosts
+from tests.builders import instances
+from tests.builders import lease
 from tests.fixtures import nova
 from tests.functional.ledger import base
-from tests.functional.ledger.base import day
-from tests.functional.ledger.base import hosts
-from tests.functional.ledger.base import instances
-from tests.functional.ledger.base import lease
 
 
 def nova_conf(fixture, conf=None, endpoint=None):

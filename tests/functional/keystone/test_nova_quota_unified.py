@@ -12,12 +12,12 @@
 """NovaQuotaFilter with Nova's unified limits: limits from the real
 Keystone, usage from the real Placement, through our HTTP service."""
 
+from tests.builders import day
+from tests.builders import hosts
+from tests.builders import instances
+from tests.builders import lease
 from tests.fixtures import keystone
 from tests.functional.ledger import base
-from tests.functional.ledger.base import day
-from tests.functional.ledger.base import hosts
-from tests.functional.ledger.base import instances
-from tests.functional.ledger.base import lease
 
 
 class TestNovaQuotaUnifiedLimits(base.PolicyTestCase):

@@ -1,0 +1,130 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""PlacementCapacityFilter on the in-process Placement of this test process
+(no subprocess, no socket): each test makes compute nodes of its own."""
+
+import datetime
+
+from placement_quota.filters import capacity
+from placement_quota.ledger import models
+from placement_quota.placement import client as placement_client
+from placement_quota.placement import embedded
+from tests.builders import day
+from tests.builders import hosts
+from tests.builders import instances
+from tests.builders import lease
+from tests.fixtures import placement as placement_fixtures
+from tests import ledger_helpers
+from tests.unit.filters import base
+
+
+class TestPlacementCapacityFilter(ledger_helpers.PlacementHelpers,
+                                  base.LedgerTestCase):
+
+    filter_class = capacity.PlacementCapacityFilter
+
+    def placement(self):
+        fixture = self.useFixture(placement_fixtures.PlacementInProcess())
+        self.placement_client = \
+            placement_client.PlacementClient.from_endpoint(
+                fixture.endpoint, embedded.NOAUTH_HEADERS)
+        return self.placement_client
+
+    def setUp(self):
+        super().setUp()
+        self.host1, self.uuid1 = self.compute_node()
+        self.host2, self.uuid2 = self.compute_node()
+        self.both = (self.host1, self.host2)
+
+    def test_instances_that_fit_are_allowed_and_recorded(self):
+        self.create(lease(day(2), day(3),
+                          instances(4, vcpus=4, hosts=self.both)))
+        entry, = self.entries()
+        self.assertEqual(16, entry.instance_vcpus)
+
+    def test_more_instances_than_fit_are_denied_with_numbers(self):
+        message = self.assertDenied(self.create, lease(
+            day(2), day(3), instances(5, vcpus=4, hosts=self.both)))
+        self.assertEqual('Only 4 instances of DISK_GB=1, MEMORY_MB=512, '
+                         'VCPU=4 fit on the 2 eligible hosts now; the '
+                         'reservation asks for 5.', message)
+
+    def test_other_reservations_in_the_window_hold_capacity(self):
+        self.create(lease(day(2), day(4), instances(2, vcpus=4,
+                                                    hosts=self.both),
+                          name='a'), project='other')
+        message = self.assertDenied(self.create, lease(
+            day(3), day(5), instances(3, vcpus=4, hosts=self.both),
+            name='b'))
+        self.assertEqual(
+            'Not enough free VCPU on the 2 eligible hosts from 2026-06-03 '
+            '00:00 to 2026-06-05 00:00: the lease asks for 12, other leases '
+            'hold 8 already reserved at the peak, from 2026-06-03 00:00 to '
+            '2026-06-04 00:00, and 16 is free in Placement now.', message)
+
+    def test_reservations_outside_the_window_do_not_hold_capacity(self):
+        self.create(lease(day(2), day(4), instances(2, vcpus=4,
+                                                    hosts=self.both),
+                          name='a'), project='other')
+        self.create(lease(day(4), day(5), instances(4, vcpus=4,
+                                                    hosts=self.both),
+                          name='b'))
+        self.assertEqual(1, len(self.entries()))
+
+    def test_current_allocations_reduce_the_free_capacity(self):
+        self.allocate(self.uuid1, 'someone', VCPU=6)
+        message = self.assertDenied(self.create, lease(
+            day(2), day(3), instances(3, vcpus=4, hosts=self.both)))
+        self.assertIn('Only 2 instances', message)
+
+    def test_reservations_on_other_hosts_do_not_count(self):
+        other, _ = self.compute_node()
+        self.create(lease(day(2), day(4), instances(2, vcpus=4,
+                                                    hosts=[other]),
+                          name='a'), project='other')
+        self.create(lease(day(2), day(4), instances(4, vcpus=4,
+                                                    hosts=self.both),
+                          name='b'))
+        self.assertEqual(1, len(self.entries()))
+
+    def test_leases_without_instances_do_not_read_placement(self):
+        self.create(lease(day(2), day(3), hosts('x')))
+        self.assertEqual((1, 0), (len(self.entries()),
+                                  self.services.placement_asked))
+
+    def test_updated_lease_does_not_hold_capacity_against_itself(self):
+        first = lease(day(2), day(4), instances(3, vcpus=4, hosts=self.both),
+                      name='a')
+        self.create(first)
+        self.update(first, lease(day(2), day(4), instances(
+            4, vcpus=4, hosts=self.both), name='a'))
+        entry, = self.entries()
+        self.assertEqual(16, entry.instance_vcpus)
+
+    def test_ended_lease_frees_the_rest_of_its_window(self):
+        first = lease(day(2), day(9), instances(4, vcpus=4, hosts=self.both),
+                      name='a')
+        self.create(first, project='other')
+        self.now = datetime.datetime(2026, 6, 3, 0)
+        self.end(first, project='other')
+        self.create(lease(day(4), day(5), instances(4, vcpus=4,
+                                                    hosts=self.both)))
+        self.assertEqual(1, len(self.entries()))
+
+    def test_admission_takes_the_cloud_wide_lock(self):
+        self.assertEqual([models.GLOBAL_LOCK], self.filter.ledger_locks(
+            self.filter.context(self.context())))
+
+    def test_exempted_project_is_not_checked(self):
+        chain = self.chain(exempted=[self.project])
+        self.assertIsNone(self.create(lease(day(2), day(3), instances(
+            9, vcpus=4, hosts=self.both)), via=chain))
