@@ -16,7 +16,9 @@ run inside blazar-manager (:mod:`placement_quota.filters.blazar_compat`)
 each build one :class:`Services` from their configuration and hand it to
 what they create: the filter chain and its filters, the admin API's
 accounts, reconcile. Everything in it is made on first use, so a command
-that never reaches Placement never starts the embedded one::
+that never reaches Placement never starts the embedded one (a ledger filter
+takes :attr:`Services.host_resources`, and so the Placement client, when it
+loads, unless ``[ledger] count_host_resources`` is off)::
 
     services = Services(conf)
     chain = FilterChain(conf, services=services)

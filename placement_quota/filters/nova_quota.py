@@ -158,12 +158,18 @@ class QuotaReader:
             service_type=group.nova_quota_service_type,
             region_id=group.nova_quota_region_id)
 
+    def _placement_usage(self):
+        """The Placement usage reader, made when the usage is first
+        counted (never with ``nova_quota_include_usage`` off)."""
+        with self._lock:
+            if self._usage is None:
+                self._usage = usage.PlacementUsage(self.services.placement)
+            return self._usage
+
     def _read_unified(self, project_id):
         with self._lock:
             if self._source is None:
                 self._source = self._unified_source()
-            if self._usage is None and self.group.nova_quota_include_usage:
-                self._usage = usage.PlacementUsage(self.services.placement)
         data = self._source.refresh([project_id])
         project = data.projects.get(project_id)
         own = project.limits if project is not None else {}
@@ -174,7 +180,7 @@ class QuotaReader:
                 limits[resource] = value
         in_use = {}
         if self.group.nova_quota_include_usage:
-            in_use = self._usage.get_usage(
+            in_use = self._placement_usage().get_usage(
                 [project_id], list(UNIFIED_RESOURCES))[project_id]
         return limits, in_use
 
