@@ -228,28 +228,34 @@ class LimitCheck:
         over = []
         used = used or {}
         for resource, amount in sorted((moving or {}).items()):
-            over.extend(self._check(
-                'placement', resource, amount,
-                used.get(self.dest, {}).get(resource, 0),
-                sum(u.get(resource, 0) for u in used.values())))
+            own = used.get(self.dest, {}).get(resource, 0)
+            whole = sum(u.get(resource, 0) for u in used.values())
+            over.extend(self._check('placement', resource, amount,
+                                    (own, own + amount, None),
+                                    (whole, whole + amount, None)))
         reserved = self.reserved(leases)
         if reserved:
             over.extend(self._reservations(reserved, leases, existing, now))
         return over
 
     def _check(self, kind, resource, moving, own, whole):
+        """The limits of the destination (``own``) and of its tree
+        (``whole``) that the move passes: each an ``(in use before, total
+        after, peak or None)`` triple."""
         found = []
-        value = self.limit(self.dest, resource)
-        if tree_mod.over(own + moving, value):
-            found.append({'account': self.dest, 'scope': 'account',
-                          'kind': kind, 'resource': resource,
-                          'limit': value, 'usage': own, 'moving': moving})
-        value = self.limit(self.root, resource)
-        if self.root != self.dest and not self.same_tree and tree_mod.over(
-                whole + moving, value):
-            found.append({'account': self.root, 'scope': 'tree',
-                          'kind': kind, 'resource': resource,
-                          'limit': value, 'usage': whole, 'moving': moving})
+        for account, scope, (usage, after, peak) in (
+                (self.dest, 'account', own), (self.root, 'tree', whole)):
+            if scope == 'tree' and (self.root == self.dest or
+                                    self.same_tree):
+                continue
+            value = self.limit(account, resource)
+            if tree_mod.over(after, value):
+                entry = {'account': account, 'scope': scope, 'kind': kind,
+                         'resource': resource, 'limit': value,
+                         'usage': usage, 'moving': moving}
+                if peak is not None:
+                    entry['peak'] = peak
+                found.append(entry)
         return found
 
     def _reservations(self, reserved, leases, existing, now):
@@ -260,27 +266,13 @@ class LimitCheck:
                if r.project_id == self.dest]
         whole = [model.interval(r) for r in existing]
         for resource in sorted(reserved):
-            after_own = window.peaks(own + moved, now, end, [resource])
-            after_whole = window.peaks(whole + moved, now, end, [resource])
-            before_own = window.peaks(own, now, end, [resource])
-            before_whole = window.peaks(whole, now, end, [resource])
-            amount = window.peaks(moved, now, end,
-                                  [resource])[resource].amount
-            value = self.limit(self.dest, resource)
-            if tree_mod.over(after_own[resource].amount, value):
-                found.append({
-                    'account': self.dest, 'scope': 'account',
-                    'kind': 'reserved', 'resource': resource,
-                    'limit': value, 'usage': before_own[resource].amount,
-                    'moving': amount,
-                    'peak': after_own[resource].as_dict()})
-            value = self.limit(self.root, resource)
-            if self.root != self.dest and not self.same_tree and \
-                    tree_mod.over(after_whole[resource].amount, value):
-                found.append({
-                    'account': self.root, 'scope': 'tree',
-                    'kind': 'reserved', 'resource': resource,
-                    'limit': value, 'usage': before_whole[resource].amount,
-                    'moving': amount,
-                    'peak': after_whole[resource].as_dict()})
+            def peak(intervals):
+                return window.peaks(intervals, now, end,
+                                    [resource])[resource]
+            after_own, after_whole = peak(own + moved), peak(whole + moved)
+            found.extend(self._check(
+                'reserved', resource, peak(moved).amount,
+                (peak(own).amount, after_own.amount, after_own.as_dict()),
+                (peak(whole).amount, after_whole.amount,
+                 after_whole.as_dict())))
         return found
