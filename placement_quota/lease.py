@@ -20,11 +20,29 @@ e.g. ``2020-05-13T00:00:00.123456``) and as the spec shows them
 (``2020-05-13 00:00``); an offset or ``Z`` is converted to naive UTC, which
 is what Blazar stores. ``end_time`` (the spec's examples) is an alias of
 ``end_date`` (Blazar's field).
+
+What the ledger cannot hold, or a log line could be forged with, is refused
+here, before any filter runs (each with a 400 naming the field):
+
+* dates before :data:`MIN_DATE` or after :data:`MAX_DATE` (UTC), and leases
+  longer than :data:`MAX_DURATION` (the ledger keeps durations as a 32-bit
+  count of seconds, and subtracts the longest from a start date);
+* identifiers and names (``context.project_id``, ``lease.id``,
+  ``lease.name``, reservation and allocation ids, host names...) longer than
+  :data:`MAX_STRING` characters (the ledger's ``String(255)`` columns) or
+  holding a control character (C0, DEL, C1, U+2028, U+2029);
+* anywhere in an HTTP body: NUL (PostgreSQL stores no U+0000), lone UTF-16
+  surrogates (``"\\ud800"``: no UTF-8 encodes them), ``NaN``,
+  ``Infinity`` and numbers too large for a float (``1e400``);
+* counts (``amount``, ``min``, ``vcpus``...) beyond :data:`MAX_INT`, whether
+  sent as integers or as strings of digits, and instance reservations adding
+  up to more than :data:`MAX_TOTAL` of a resource class.
 """
 
 import dataclasses
 import datetime
 import json
+import math
 import re
 import types
 from typing import Any, Mapping, Optional
@@ -37,6 +55,23 @@ MAX_INT = 2 ** 31 - 1
 # A Blazar payload nests about 7 levels (body, lease, reservations, one
 # reservation, allocations, one allocation, extra capabilities).
 MAX_DEPTH = 32
+# The ledger's String(255) columns: project and user ids, lease id and name.
+MAX_STRING = 255
+# Lease dates (naive UTC, bounds included). Blazar stores minute-precision
+# DATETIMEs; this range holds every real lease and keeps the ledger's date
+# arithmetic (a start date minus the longest duration, a date plus a grace
+# period) far from datetime's limits of years 1 and 9999.
+MIN_DATE = datetime.datetime(1970, 1, 1)
+MAX_DATE = datetime.datetime(3000, 1, 1)
+# The longest lease: the ledger's duration_s column is a 32-bit integer of
+# seconds (about 68 years).
+MAX_DURATION = datetime.timedelta(seconds=MAX_INT)
+# The largest total of a resource class in one lease (``amount`` x
+# ``vcpus``, ``memory_mb`` or ``disk_gb`` summed over its instance
+# reservations): exact as a float and as a JSON number anywhere, and far
+# within the ledger's 64-bit columns.
+MAX_TOTAL = 2 ** 53 - 1
+INSTANCE_SIZE_FIELDS = ('vcpus', 'memory_mb', 'disk_gb')
 
 HOST = 'physical:host'
 INSTANCE = 'virtual:instance'
@@ -88,20 +123,75 @@ def _jsonable(value):
 # --- JSON schemas -------------------------------------------------------
 
 _NULLABLE_STRING = {'type': ['string', 'null']}
+
+
+def _digits_up_to(limit):
+    """A regular expression matching the decimal numbers from 1 to
+    ``limit``, written without leading zeros.
+
+    JSON Schema compares strings with patterns only; this one lets a digit
+    string obey the same bound as an integer (``"9999999999"`` is refused
+    like 2147483648).
+    """
+    digits = str(limit)
+    size = len(digits)
+
+    def span(low, high):
+        return str(low) if low == high else '[%d-%d]' % (low, high)
+
+    def tail(count):
+        return '' if not count else '[0-9]' if count == 1 else (
+            '[0-9]{%d}' % count)
+
+    # Shorter numbers, then same-length numbers smaller than ``limit`` at
+    # their first differing digit, then ``limit`` itself.
+    choices = []
+    if size > 1:
+        choices.append('[1-9]' + ('[0-9]{0,%d}' % (size - 2) if size > 2
+                                  else ''))
+    for i, digit in enumerate(digits):
+        low = 1 if i == 0 else 0
+        if int(digit) > low:
+            choices.append(digits[:i] + span(low, int(digit) - 1) +
+                           tail(size - i - 1))
+    choices.append(digits)
+    return '(%s)' % '|'.join(choices)
+
+
 # Blazar passes the amounts of a reservation as the user sent them: an
-# integer or a string of digits.
+# integer or a string of digits (a few leading zeros and surrounding
+# blanks are fine, as Python's int() reads them).
 _COUNT = {
     'description': 'a whole number from 0 to %d (an integer or a string of '
                    'digits)' % MAX_INT,
     'anyOf': [{'type': 'integer', 'minimum': 0, 'maximum': MAX_INT},
-              {'type': 'string', 'pattern': r'^\s*\d{1,10}\s*$'}],
+              {'type': 'string', 'pattern': r'^\s*0{0,10}(0|%s)\s*$'
+                                            % _digits_up_to(MAX_INT)}],
 }
 _POSITIVE_COUNT = {
     'description': 'a whole number from 1 to %d (an integer or a string of '
                    'digits)' % MAX_INT,
     'anyOf': [{'type': 'integer', 'minimum': 1, 'maximum': MAX_INT},
-              {'type': 'string', 'pattern': r'^\s*0*[1-9]\d{0,9}\s*$'}],
+              {'type': 'string', 'pattern': r'^\s*0{0,10}%s\s*$'
+                                            % _digits_up_to(MAX_INT)}],
 }
+# Characters that end or forge a log line, or that a terminal interprets:
+# C0 (NUL, \n, \r, ESC...), DEL, C1 (NEL...), the Unicode line and
+# paragraph separators.
+CONTROL_CHARACTERS = '\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029'
+_NO_CONTROL = {
+    'description': 'a string without control characters (C0, DEL, C1, '
+                   'U+2028, U+2029)',
+    # Not "$" at the end: Python's "$" also matches before a final "\n"
+    # (jsonschema uses it as it is; fastjsonschema turns it into "\Z").
+    # "(?![\s\S])" is the end of the string in both, and in JSON Schema.
+    'pattern': '^[^%s]*(?![\\s\\S])' % CONTROL_CHARACTERS,
+}
+# An identifier or a name the ledger stores or the service logs; the rules
+# apply to strings only, so the field's type is given separately.
+_ID_TEXT = dict(_NO_CONTROL, maxLength=MAX_STRING)
+_ID = dict(_ID_TEXT, type='string')
+_NULLABLE_ID = dict(_ID_TEXT, type=['string', 'null'])
 _BOOLISH = {
     'description': 'a boolean, null, or a string such as "true" or "false"',
     'anyOf': [{'type': ['boolean', 'null']},
@@ -114,20 +204,30 @@ CONTEXT_SCHEMA = {
     'type': 'object',
     'required': ['project_id'],
     'properties': {
-        'project_id': {'type': 'string', 'minLength': 1, 'maxLength': 255},
-        'user_id': {'type': ['string', 'null'], 'maxLength': 255},
+        'project_id': dict(_ID, minLength=1),
+        'user_id': _NULLABLE_ID,
         'auth_url': _NULLABLE_STRING,
         'region_name': _NULLABLE_STRING,
     },
 }
 
-ALLOCATION_SCHEMA = {'type': 'object'}
+# Blazar's allocation: its host's or IP's id (an integer or a string) and
+# host name, with the host's extra capabilities.
+ALLOCATION_SCHEMA = {
+    'type': 'object',
+    'properties': {
+        'id': _ID_TEXT,
+        'hypervisor_hostname': _ID_TEXT,
+    },
+}
 
 _RESERVATION_BASE = {
     'type': 'object',
     'required': ['resource_type'],
     'properties': {
-        'resource_type': {'type': 'string', 'minLength': 1},
+        'resource_type': dict(_ID, minLength=1),
+        'id': _ID_TEXT,
+        'lease_id': _ID_TEXT,
         'allocations': {'type': 'array', 'items': ALLOCATION_SCHEMA},
     },
 }
@@ -147,13 +247,12 @@ RESERVATION_SCHEMAS = {
         'resource_properties': _NULLABLE_STRING,
     }},
     FLOATINGIP: {'properties': {
-        'network_id': {'type': 'string', 'minLength': 1},
+        'network_id': dict(_ID, minLength=1),
         'amount': _POSITIVE_COUNT,
-        'required_floatingips': {'type': 'array',
-                                 'items': {'type': 'string'}},
+        'required_floatingips': {'type': 'array', 'items': _ID},
     }},
     NETWORK: {'properties': {
-        'network_name': _NULLABLE_STRING,
+        'network_name': _NULLABLE_ID,
         'network_description': _NULLABLE_STRING,
         'resource_properties': _NULLABLE_STRING,
         'network_properties': _NULLABLE_STRING,
@@ -167,6 +266,13 @@ LEASE_SCHEMA = {
         'start_date': _DATE,
         'end_date': _DATE,
         'end_time': _DATE,
+        # Blazar's lease id and name (the ledger stores both), and the
+        # project and user Blazar recorded. A name is free text in Blazar;
+        # here it is refused with a control character like an id.
+        'id': _ID_TEXT,
+        'name': _ID_TEXT,
+        'project_id': _ID_TEXT,
+        'user_id': _ID_TEXT,
         'reservations': {'type': 'array', 'items': {'type': 'object'}},
     },
 }
@@ -233,7 +339,8 @@ def _check(validator, instance, field):
     # Report the outermost failure: for an anyOf that is the field itself,
     # described by the schema rather than by one of its alternatives.
     error = max(errors, key=jsonschema.exceptions.relevance)
-    if error.validator == 'anyOf':
+    if error.validator in ('anyOf', 'pattern') and (
+            'description' in error.schema):
         reason = 'must be %s' % error.schema['description']
     elif error.validator == 'required':
         missing = error.message.split("'")[1]
@@ -266,8 +373,12 @@ _REASONS = {
 
 # --- dates --------------------------------------------------------------
 
-def parse_date(value, field):
-    """Return a naive UTC datetime from Blazar's or the spec's format."""
+def parse_date(value, field, bounded=False):
+    """Return a naive UTC datetime from Blazar's or the spec's format.
+
+    ``bounded`` refuses dates outside :data:`MIN_DATE` to :data:`MAX_DATE`
+    (lease dates always are).
+    """
     if isinstance(value, datetime.datetime):
         parsed = value
     elif isinstance(value, str):
@@ -290,7 +401,14 @@ def parse_date(value, field):
             raise PayloadError(field, 'is out of range once converted to '
                                'UTC', value)
         parsed = parsed.replace(tzinfo=None)
+    if bounded and not MIN_DATE <= parsed <= MAX_DATE:
+        raise PayloadError(field, 'must be from %s to %s (UTC)'
+                           % (_when(MIN_DATE), _when(MAX_DATE)), value)
     return parsed
+
+
+def _when(moment):
+    return moment.strftime('%Y-%m-%d %H:%M')
 
 
 def format_date(value):
@@ -349,9 +467,12 @@ class Reservation:
     def coerce(cls, value, field):
         if isinstance(value, cls):
             return value
-        validator = _RESERVATION_VALIDATORS.get(
-            value.get('resource_type') if isinstance(value, Mapping)
-            else None, _RESERVATION_BASE_VALIDATOR)
+        rtype = (value.get('resource_type') if isinstance(value, Mapping)
+                 else None)
+        # Only a string names a type (a list or an object is not even
+        # hashable): anything else fails the common schema.
+        validator = (_RESERVATION_VALIDATORS.get(rtype) if isinstance(
+            rtype, str) else None) or _RESERVATION_BASE_VALIDATOR
         _check(validator, value, field)
         if value['resource_type'] == HOST:
             low, high = value.get('min'), value.get('max')
@@ -396,16 +517,27 @@ class Lease:
         if not isinstance(value, Mapping):
             raise PayloadError(field, 'must be an object', value)
         _check(_LEASE_VALIDATOR, _for_schema(value), field)
-        start = parse_date(value['start_date'], field + '.start_date')
+        start = parse_date(value['start_date'], field + '.start_date',
+                           bounded=True)
         end = _end_date(value, field)
         if end <= start:
             raise PayloadError(field + '.end_date', 'must be after %s.'
                                'start_date (%s)' % (field, _show(
                                    value['start_date'])),
                                value.get('end_date', value.get('end_time')))
+        if end - start > MAX_DURATION:
+            end_field = ('end_date' if value.get('end_date') is not None
+                         else 'end_time')
+            raise PayloadError(
+                '%s.%s' % (field, end_field), 'must be at most %d seconds '
+                '(about %d years) after %s.start_date (%s)' % (
+                    MAX_DURATION.total_seconds(),
+                    MAX_DURATION.days // 365, field,
+                    _show(value['start_date'])), value[end_field])
         reservations = tuple(
             Reservation.coerce(r, '%s.reservations[%d]' % (field, i))
             for i, r in enumerate(value.get('reservations') or ()))
+        _check_totals(reservations, field)
         return cls(start_date=start, end_date=end, reservations=reservations,
                    values=types.MappingProxyType(value))
 
@@ -427,6 +559,25 @@ class Lease:
         return body
 
 
+def _check_totals(reservations, field):
+    """Refuse a lease whose instances add up to more than
+    :data:`MAX_TOTAL` of a resource class (each count is bounded by the
+    schema; their products and sums are not)."""
+    totals = dict.fromkeys(INSTANCE_SIZE_FIELDS, 0)
+    for index, reservation in enumerate(reservations):
+        if reservation.resource_type != INSTANCE:
+            continue
+        amount = reservation.count('amount', 1)
+        for key in INSTANCE_SIZE_FIELDS:
+            totals[key] += amount * reservation.count(key, 0)
+            if totals[key] > MAX_TOTAL:
+                raise PayloadError(
+                    '%s.reservations[%d].%s' % (field, index, key),
+                    'makes the lease reserve more than %d %s in all '
+                    '(amount x %s, over its instance reservations)'
+                    % (MAX_TOTAL, key, key), reservation.get(key))
+
+
 def _for_schema(value):
     """Blazar in-process hands us datetimes: show them as strings."""
     if any(isinstance(value.get(k), datetime.datetime)
@@ -444,16 +595,16 @@ def _end_date(value, field):
         raise PayloadError(field + '.end_date', 'is required (or its alias '
                            'end_time)', has_value=False)
     if end_date is not None and end_time is not None:
-        parsed = parse_date(end_date, field + '.end_date')
-        if parsed != parse_date(end_time, field + '.end_time'):
+        parsed = parse_date(end_date, field + '.end_date', bounded=True)
+        if parsed != parse_date(end_time, field + '.end_time', bounded=True):
             raise PayloadError(field + '.end_time', 'differs from %s.end_date'
                                ' (%s); send one of them' % (field,
                                                             _show(end_date)),
                                end_time)
         return parsed
     if end_date is not None:
-        return parse_date(end_date, field + '.end_date')
-    return parse_date(end_time, field + '.end_time')
+        return parse_date(end_date, field + '.end_date', bounded=True)
+    return parse_date(end_time, field + '.end_time', bounded=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -471,41 +622,102 @@ def parse_body(kind, body):
 
     ``kind`` is one of :data:`KINDS`. Raises :class:`PayloadError`.
     """
-    if isinstance(body, bytes):
+    decoded = isinstance(body, bytes)
+    if decoded:
         try:
             body = body.decode('utf-8')
         except UnicodeDecodeError as exc:
             raise PayloadError('body', 'is not UTF-8: %s' % exc,
                                has_value=False)
     try:
-        document = json.loads(body, parse_constant=_reject_constant)
+        document = json.loads(body, parse_constant=_reject_constant,
+                              parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:
         raise PayloadError('body', 'is not valid JSON: %s' % exc,
                            has_value=False)
-    _check_depth(document)
+    # A JSON string holds NUL or a lone surrogate only as a \u escape
+    # (json.loads refuses raw control characters in strings, and UTF-8
+    # decodes no surrogate), or raw in a str handed to us: without either,
+    # there are no strings to look into.
+    _check_document(document, strings='\\u' in body or (
+        not decoded and not body.isascii()))
     return parse_document(kind, document)
 
 
-def _check_depth(document, limit=MAX_DEPTH):
+# What no column of the ledger stores: NUL (PostgreSQL refuses it in text)
+# and lone UTF-16 surrogates (JSON escapes such as "\ud800", which
+# json.loads accepts but no UTF-8 encodes).
+_UNSTORABLE = re.compile('[\x00\ud800-\udfff]')
+
+
+def _check_document(document, limit=MAX_DEPTH, strings=True):
     """Refuse documents nested deeper than ``limit`` (without recursion:
-    validating or printing a deeper one could exhaust Python's stack)."""
-    stack = [(document, 1)]
+    validating or printing a deeper one could exhaust Python's stack), and
+    (with ``strings``) strings, keys included, that the ledger cannot
+    store."""
+    # (value, depth, parent entry, key): the path is spelled on error only.
+    stack = [(document, 1, None, None)]
     while stack:
-        value, depth = stack.pop()
+        entry = stack.pop()
+        value, depth = entry[0], entry[1]
+        if isinstance(value, str):
+            if strings and _UNSTORABLE.search(value):
+                raise _unstorable(_entry_path(entry), value)
+            continue
         if isinstance(value, dict):
-            children = value.values()
+            if strings:
+                for key in value:
+                    if _UNSTORABLE.search(key):
+                        raise _unstorable(_entry_path(entry), key,
+                                          'has a key that must')
+            children = value.items()
         elif isinstance(value, list):
-            children = value
+            children = enumerate(value)
         else:
             continue
         if depth > limit:
             raise PayloadError('body', 'is nested deeper than %d levels'
                                % limit, has_value=False)
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend((child, depth + 1, entry, key)
+                     for key, child in children)
+
+
+def _entry_path(entry):
+    parts = []
+    while entry[2] is not None:
+        parts.append(entry[3])
+        entry = entry[2]
+    if not parts:
+        return 'body'
+    parts.reverse()
+    return _path(_printable(parts[0]), [
+        p if isinstance(p, int) else _printable(p) for p in parts[1:]])
+
+
+def _printable(text):
+    """``text`` with lone surrogates spelled as ``\\udXXX`` escapes."""
+    return text.encode('utf-8', 'backslashreplace').decode('utf-8')
+
+
+def _unstorable(field, text, what='must'):
+    if '\x00' in text:
+        reason = '%s not contain a NUL character (U+0000)' % what
+    else:
+        reason = ('%s not contain a lone UTF-16 surrogate (it is not '
+                  'Unicode: no UTF-8 encodes it)' % what)
+    return PayloadError(field, reason, _printable(text))
 
 
 def _reject_constant(name):
     raise ValueError('%s is not allowed in JSON' % name)
+
+
+def _finite_float(text):
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError('the number %s is too large'
+                         % (text if len(text) <= 40 else text[:37] + '...'))
+    return value
 
 
 def parse_document(kind, document):

@@ -67,6 +67,12 @@ class _Check(show.ShowOne):
         columns = ('decision', 'filter', 'message', 'filters run')
         try:
             chain.run(request)
+        except lease_model.PayloadError as exc:
+            # A filter refused a value of the payload (su_factor...).
+            self.app.stderr.write('placement-quota: invalid payload: %s\n'
+                                  % exc)
+            self.exit_status = BAD_INPUT
+            return ('decision', 'message'), ('invalid', str(exc))
         except base.EnforcementDenied as denial:
             self.exit_status = DENIED
             return columns, ('denied', denial.filter_name, str(denial),

@@ -17,7 +17,9 @@ classes as in StackHPC's coral-credits):
 
 * ``physical:host``: ``credit_host_rate`` per host, times the host's
   ``credit_host_factor_key`` extra capability (Chameleon's ``su_factor``,
-  1.0 when the host has none);
+  1.0 when the host has none; Blazar sends it in the request, so a factor
+  that is not a finite number from 0 to ``max_su_factor`` is a bad
+  request, :class:`~placement_quota.lease.PayloadError`);
 * ``virtual:instance``: ``amount`` x (``credit_instance_rate`` + the
   ``credit_class_rates`` of its VCPU, MEMORY_MB and DISK_GB);
 * ``virtual:floatingip``: ``credit_floatingip_rate`` per IP;
@@ -30,6 +32,9 @@ an update charges or refunds the difference; on-end refunds the part after
 the actual end (everything, for a lease that never started), once.
 """
 
+import math
+from typing import Mapping
+
 from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
@@ -38,30 +43,54 @@ from placement_quota.ledger import store
 from placement_quota import lease as lease_model
 
 
-def _factor(allocation, key):
+def host_factor(allocation, key, maximum, field):
+    """The rate factor of a host allocation: its ``extra`` capability
+    ``key`` (or the allocation's own ``key``), 1.0 when it has none.
+
+    The factor comes with the request (Blazar sends the host's extra
+    capabilities), so it is checked like the payload: a factor that is not
+    a finite number from 0 to ``maximum`` raises
+    :class:`~placement_quota.lease.PayloadError` naming ``field`` (the
+    allocation's path) and the value.
+    """
     extra = allocation.get('extra')
-    value = None
-    if isinstance(extra, dict):
-        value = extra.get(key)
-    if value is None:
-        value = allocation.get(key)
-    try:
-        return 1.0 if value is None else float(value)
-    except (TypeError, ValueError):
+    if isinstance(extra, Mapping) and extra.get(key) is not None:
+        value, field = extra[key], '%s.extra.%s' % (field, key)
+    elif allocation.get(key) is not None:
+        value, field = allocation[key], '%s.%s' % (field, key)
+    else:
         return 1.0
+    factor = None
+    # Blazar keeps extra capabilities as strings: "2.5" is a factor too.
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        try:
+            factor = float(value)
+        except (ValueError, OverflowError):
+            pass
+    if factor is None or not math.isfinite(factor) or not (
+            0 <= factor <= maximum):
+        raise lease_model.PayloadError(
+            field, 'must be a finite number from 0 to %g ([enforcement] '
+            'max_su_factor)' % maximum, value)
+    return factor
 
 
-def hourly_rate(lease, group):
-    """Credits per hour of ``lease`` under the ``[enforcement]`` rates."""
+def hourly_rate(lease, group, field='lease'):
+    """Credits per hour of ``lease`` under the ``[enforcement]`` rates.
+
+    Raises :class:`~placement_quota.lease.PayloadError` for a host factor
+    out of bounds (see :func:`host_factor`); ``field`` is the lease's path.
+    """
     rate = 0.0
     class_rates = {k: float(v) for k, v in group.credit_class_rates.items()}
-    for reservation in lease.reservations:
+    for index, reservation in enumerate(lease.reservations):
         rtype = reservation.resource_type
         if rtype == lease_model.HOST:
             if reservation.allocations:
-                rate += sum(group.credit_host_rate * _factor(
-                    a, group.credit_host_factor_key)
-                    for a in reservation.allocations)
+                rate += sum(group.credit_host_rate * host_factor(
+                    a, group.credit_host_factor_key, group.max_su_factor,
+                    '%s.reservations[%d].allocations[%d]' % (field, index, i))
+                    for i, a in enumerate(reservation.allocations))
             else:
                 rate += (group.credit_host_rate *
                          accounting.host_count(reservation))
@@ -105,6 +134,13 @@ class CreditFilter(ledger_base.LedgerFilter):
                    help='Extra capability of a host that multiplies its '
                         'rate (Chameleon\'s su_factor); 1.0 when a host '
                         'does not have it.'),
+        cfg.FloatOpt('max_su_factor', default=100.0, min=0,
+                     help='Largest host factor (the '
+                          'credit_host_factor_key extra capability) '
+                          'accepted. Blazar sends the factor in the '
+                          'request, so a lease whose factor is not a '
+                          'finite number from 0 to this value is refused '
+                          'as a bad request (400) rather than priced.'),
         cfg.FloatOpt('credit_instance_rate', default=0.0, min=0,
                      help='Credits per hour of one reserved instance, on '
                           'top of its resource classes.'),
