@@ -458,7 +458,8 @@ class Accounts:
         return action
 
     def _apply(self, source, dest, action):
-        with self.ledger.transaction(sorted({source, dest})) as txn:
+        # The ledger takes the two locks in its one lock order.
+        with self.ledger.transaction([source, dest]) as txn:
             connection = txn.connection
             # The accounts must still be there, and the leases unchanged.
             self._live(connection, source)

@@ -26,7 +26,7 @@ from placement_quota.ledger import models
 
 #: The ledger lock every change of the account hierarchy takes, so that two
 #: concurrent PUTs never build a tree of depth three together.
-ACCOUNTS_LOCK = '*accounts'
+ACCOUNTS_LOCK = models.ACCOUNTS_LOCK
 
 _ACCOUNTS = models.accounts
 _LEASES = models.leases

@@ -14,7 +14,13 @@
 ``POST /v1/check-create``, ``/v1/check-update`` and ``/v1/on-end``, and the
 same paths without ``/v1``: Blazar joins its base URL with ``urljoin``,
 which drops a last path segment that has no trailing slash. 204 allows,
-403 with ``{"message": ...}`` denies, 400 names the bad field and value.
+403 with ``{"message": ...}`` denies, 400 names the bad field and value,
+503 with ``{"message": ...}`` says which service the decision needs is
+down or did not answer in time -- the ledger database, Placement, Nova's
+quota sets, Keystone's limits (nothing was decided; the request may be
+sent again) -- and 500 is a bug (a filter failed otherwise; the log has
+the traceback). doc/source/failures.rst lists what each fault gets, in
+how long.
 """
 
 from oslo_log import log as logging
@@ -62,6 +68,10 @@ class Enforcement:
             self.chain.run(request)
         except base.EnforcementDenied as denial:
             raise util.HTTPError(403, str(denial), filter=denial.filter_name)
+        except lease_model.PayloadError as exc:
+            raise util.HTTPError(400, str(exc), **_extra(exc))
+        except chain_mod.ServiceUnavailable as exc:
+            raise util.HTTPError(503, str(exc))
         except chain_mod.FilterError as exc:
             raise util.HTTPError(
                 500, 'Enforcement filter %s failed; the service log has the '

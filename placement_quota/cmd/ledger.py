@@ -31,9 +31,12 @@ def open_ledger(conf, migrate=None):
     """The ledger of ``conf``; exit status 2 with the reason when it
     cannot be opened."""
     try:
-        return store.Ledger(conf.ledger.connection,
-                            lock_timeout=conf.ledger.lock_timeout,
-                            migrate=migrate)
+        group = conf.ledger
+        return store.Ledger(group.connection,
+                            lock_timeout=group.lock_timeout,
+                            migrate=migrate,
+                            connect_timeout=group.connect_timeout,
+                            statement_timeout=group.statement_timeout)
     except store.LedgerError as exc:
         main.fail(str(exc))
 
@@ -42,7 +45,7 @@ def _date(value, option):
     if value is None:
         return None
     try:
-        return lease_model.parse_date(value, option)
+        return lease_model.parse_date(value, option, bounded=True)
     except lease_model.PayloadError as exc:
         main.fail(str(exc))
 

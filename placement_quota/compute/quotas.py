@@ -66,6 +66,12 @@ def parse_quota_set(body):
     return found
 
 
+def _within(seconds):
+    if seconds is None:
+        return 'in time'
+    return 'within %g s ([nova] timeout)' % seconds
+
+
 class LegacyQuotas:
     """``limits_and_usage(project_id)`` from Nova's quota sets."""
 
@@ -111,6 +117,16 @@ class LegacyQuotas:
                                      raise_exc=False)
         return cls(adapter, url)
 
+    @property
+    def timeout(self):
+        """Seconds one attempt waits for Nova (to connect, and for each
+        read), or None: the session's ``timeout`` (``[nova] timeout``,
+        10 s by default). keystoneauth makes one attempt unless ``[nova]
+        connect_retries`` or ``status_code_retries`` are set, so a Nova
+        that does not answer holds a decision this long."""
+        return getattr(getattr(self.adapter, 'session', None), 'timeout',
+                       None)
+
     def _url(self, path):
         endpoint = self.adapter.endpoint_override
         if endpoint:
@@ -125,6 +141,14 @@ class LegacyQuotas:
             response = self.adapter.get(url,
                                         headers={'Accept':
                                                  'application/json'})
+        except ks_exceptions.ConnectTimeout as exc:
+            # A read timeout too (keystoneauth raises ConnectTimeout for
+            # any requests Timeout).
+            raise QuotaSourceError(
+                'Cannot read the Nova quotas of project %s: Nova did not '
+                'answer GET %s %s: %s'
+                % (project_id, self._url(url), _within(self.timeout), exc),
+                project_id=project_id, url=self._url(url)) from exc
         except ks_exceptions.ClientException as exc:
             raise QuotaSourceError(
                 'Cannot read the Nova quotas of project %s: GET %s '

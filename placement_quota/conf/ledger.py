@@ -49,9 +49,27 @@ opts = [
              'and leave this off so that workers never race a migration.'),
     cfg.IntOpt(
         'lock_timeout', default=30, min=1,
-        help='Seconds an admission waits for the ledger lock of a project '
-             'held by another admission before it fails (the request then '
-             'answers 500 and Blazar may retry).'),
+        help='Seconds an admission waits for a ledger lock held by '
+             'another admission before it gives up (the request then '
+             'answers 503 and Blazar may retry). SQLite: its busy timeout; '
+             'PostgreSQL: lock_timeout of each lock.'),
+    cfg.IntOpt(
+        'connect_timeout', default=10, min=2,
+        help='PostgreSQL: seconds to connect to the database, and for a '
+             'pooled connection to answer its check when a request takes '
+             'it; a database that does not answer in time makes the '
+             'request answer 503. Not used with SQLite (MySQL: not yet '
+             'applied).'),
+    cfg.IntOpt(
+        'statement_timeout', default=30, min=0,
+        help='PostgreSQL: seconds one statement may run; the server '
+             'cancels it then (its statement_timeout) and the request '
+             'answers 503. A server that does not answer at all (frozen, '
+             'unreachable) is given up by the service after '
+             'max(statement_timeout, lock_timeout) + 2 seconds. Lock waits '
+             'are statements too: keep it at least lock_timeout. 0: no '
+             'limit (nor the service\'s own). Migrations ("db sync") run '
+             'without it. Not used with SQLite (MySQL: not yet applied).'),
     cfg.IntOpt(
         'pool_size', default=10, min=1,
         help='Database connections kept per service process (not used '

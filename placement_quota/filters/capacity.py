@@ -32,10 +32,15 @@ all its reservations. For each ``virtual:instance`` reservation:
   hosts one by one (a host holds whole instances only).
 
 The cloud-wide ledger lock is held, so two admissions never hand out the
-same free capacity.
+same free capacity. Placement is read before it is taken
+(:meth:`PlacementCapacityFilter.prepare`): the eligible hosts and their
+room, as Placement reports them then; the check under the lock adds the
+ledger's peaks to that.
 """
 
+import dataclasses
 import time
+import typing
 from urllib import parse
 
 from oslo_config import cfg
@@ -46,6 +51,21 @@ from placement_quota.ledger import models
 from placement_quota.ledger import window
 from placement_quota import lease as lease_model
 from placement_quota.placement import capacity
+
+
+@dataclasses.dataclass(frozen=True)
+class Capacity:
+    """What :meth:`PlacementCapacityFilter.prepare` read from Placement:
+    ``hosts`` (``{name: uuid}`` of the allocated hosts, or None for every
+    compute node) and ``rooms`` (``{instance size: {uuid: room}}``, the
+    size as sorted ``(class, amount)`` pairs)."""
+
+    hosts: typing.Optional[typing.Mapping[str, str]]
+    rooms: typing.Mapping[tuple, typing.Mapping[str, dict]]
+
+
+def _size_key(size):
+    return tuple(sorted(size.items()))
 
 
 class PlacementCapacityFilter(ledger_base.LedgerFilter):
@@ -77,7 +97,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
 
     def _room(self, client, size):
         ttl = self.conf.enforcement.capacity_cache_ttl
-        key = tuple(sorted(size.items()))
+        key = _size_key(size)
         now = time.monotonic()
         if ttl:
             cached = self._rooms.get(key)
@@ -116,12 +136,32 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                 uuids[name] = uuid
         return uuids
 
+    def prepare(self, context, lease):
+        """The eligible hosts and their room for each instance size of
+        ``lease``, from Placement; None without instance reservations
+        (Placement is not read)."""
+        reservations = lease.reservations_of(lease_model.INSTANCE)
+        if not reservations:
+            return None
+        client = self.services.placement
+        hosts = self._eligible(client, reservations)
+        rooms = {}
+        for reservation in reservations:
+            size = accounting.instance_size(reservation)
+            if size and _size_key(size) not in rooms:
+                rooms[_size_key(size)] = self._room(client, size)
+        return Capacity(hosts, rooms)
+
     def check(self, admission):
         reservations = admission.lease.reservations_of(lease_model.INSTANCE)
         if not reservations:
             return
-        client = self.services.placement
-        hosts = self._eligible(client, reservations)
+        read = admission.prepared_for(self)
+        if read is None:
+            # An admission opened without the prepare step (a caller of
+            # admit() of its own): read Placement now.
+            read = self.prepare(admission.context, admission.lease)
+        hosts = read.hosts
         eligible = None if hosts is None else set(hosts.values())
         asked = {}
         room = {}
@@ -132,7 +172,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                 asked[rc] = asked.get(rc, 0) + amount * value
             if not size:
                 continue
-            for uuid, found in self._room(client, size).items():
+            for uuid, found in read.rooms[_size_key(size)].items():
                 if eligible is None or uuid in eligible:
                     room[uuid] = found
             count = len(room) if hosts is None else len(hosts)

@@ -16,6 +16,21 @@ written (upstream Blazar keeps them in a set and loses it). The first denial
 stops the chain. ``on_end`` is a notification: every filter is told, and a
 filter's error is logged, never raised to Blazar. Projects listed in
 ``exempted_projects`` skip the chain entirely.
+
+When filters use the ledger, the chain first runs their ``prepare`` step
+(what they read from Placement, and the reserved hosts' resources), then
+opens one ledger admission (one locked transaction) around the filters:
+nothing waits for Placement while the ledger is locked.
+
+A service the decision needs that is down or does not answer in time is
+an outage, not a bug: :func:`outage` recognizes it (the ledger database
+not answering, locked past its timeout, full, read-only or gone;
+Placement refusing connections, not answering within ``[placement]
+timeout``, answering 5xx, or no token from Keystone; Nova's quota sets or
+Keystone's limits unreachable or 5xx) and the chain raises
+:class:`ServiceUnavailable` (the API answers 503 with the reason); any
+other failure is :class:`FilterError` (500). doc/source/failures.rst
+lists every fault with its answer and time bound.
 """
 
 import contextlib
@@ -24,16 +39,21 @@ import inspect
 import threading
 import time
 
+from keystoneauth1 import exceptions as ks_exceptions
 from oslo_config import cfg
 from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
 import stevedore
 
+from placement_quota.compute import quotas as nova_quotas
 from placement_quota.conf import enforcement as enforcement_conf
 from placement_quota.filters import base
+from placement_quota.filters import ledger_base
 from placement_quota.identity import projects
 from placement_quota import lease as lease_model
 from placement_quota.ledger import admission as admission_mod
-from placement_quota.ledger import models as ledger_models
+from placement_quota.ledger import store as ledger_store
+from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
@@ -54,6 +74,113 @@ class FilterError(Exception):
         self.error = error
         super().__init__('Enforcement filter %s failed: %s: %s'
                          % (filter_name, type(error).__name__, error))
+
+
+class ServiceUnavailable(Exception):
+    """A service the decision needs (the ledger database, Placement, Nova,
+    Keystone) is down or did not answer in time: the request was given
+    up, nothing was decided; the message says why (the API answers
+    503)."""
+
+
+#: What an outage's message ends with.
+GIVEN_UP = ('The request was given up and nothing was decided; try again '
+            'later.')
+
+#: SQLite's primary result codes that mean the ledger file cannot be
+#: used now (not a bug in a statement): busy or locked, an I/O error, the
+#: disk full, the file or its directory gone or unwritable (including
+#: SQLITE_READONLY_DBMOVED: the file was removed while open).
+_SQLITE_OUTAGES = frozenset((
+    3,    # SQLITE_PERM
+    5,    # SQLITE_BUSY
+    6,    # SQLITE_LOCKED
+    8,    # SQLITE_READONLY
+    10,   # SQLITE_IOERR
+    13,   # SQLITE_FULL
+    14,   # SQLITE_CANTOPEN
+))
+
+
+def _causes(exc):
+    """``exc`` and what it was raised from or while handling, in order."""
+    seen = []
+    while exc is not None and len(seen) < 16 and not any(
+            exc is known for known in seen):
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def _sentence(text):
+    text = ' '.join(str(text).split())
+    return text if text.endswith('.') else text + '.'
+
+
+def _database_outage(error, where):
+    """The message for a database error that means the ledger cannot be
+    used now, else None."""
+    orig = getattr(error, 'orig', None)
+    if getattr(error, 'connection_invalidated', False):
+        lines = str(orig).strip().splitlines() or [type(orig).__name__]
+        return 'Lost the connection to %s: %s' % (where, lines[0])
+    # Python 3.11+ gives the (extended) result code.
+    code = getattr(orig, 'sqlite_errorcode', None)
+    if code is None or code & 0xff not in _SQLITE_OUTAGES:
+        return None
+    return '%s cannot be used: %s (%s)' % (
+        where[:1].upper() + where[1:], orig,
+        getattr(orig, 'sqlite_errorname', code))
+
+
+def outage(exc, ledger=None):
+    """The message of the :class:`ServiceUnavailable` that ``exc`` means,
+    or None when it is no outage (a bug, a misconfiguration, a refusal
+    the service must not get): the first of ``exc`` and its causes that
+    says which service failed decides. ``ledger`` (a
+    :class:`~placement_quota.ledger.store.Ledger`) names the database."""
+    where = 'the ledger database'
+    if ledger is not None:
+        where = 'the ledger database at %s' % ledger.describe()
+    for error in _causes(exc):
+        message = None
+        if isinstance(error, ledger_store.LedgerUnavailable):
+            message = _sentence(error)
+            if 'try again' in message:
+                return message
+        elif isinstance(error, placement_client.AuthFailure):
+            pass  # no token: Keystone down (an outage) or refusing us
+        elif isinstance(error, placement_client.PlacementError):
+            # A 4xx is Placement refusing what we sent: ours to fix.
+            if not (isinstance(error, placement_client.Unavailable) or
+                    error.status >= 500):
+                return None
+            message = _sentence(error)
+        elif isinstance(error, nova_quotas.QuotaSourceError):
+            if error.status is not None and error.status >= 500:
+                message = _sentence(error)
+            elif error.status is not None:
+                return None
+            # else: look at why (a connection error, or a configuration)
+        elif isinstance(error, ks_exceptions.ConnectionError):
+            message = _sentence(exc)
+        elif isinstance(error, ks_exceptions.HttpError):
+            if (error.http_status or 0) >= 500:
+                message = _sentence(exc)
+            else:
+                return None
+        elif isinstance(error, sa_exc.DBAPIError):
+            found = _database_outage(error, where)
+            if found is None:
+                return None
+            message = _sentence(found)
+        if message is not None:
+            return '%s %s' % (message, GIVEN_UP)
+    return None
+
+
+def _ledger_of(filter_):
+    return getattr(filter_, 'ledger', None)
 
 
 def _import_attribute(path):
@@ -199,6 +326,7 @@ class Exemptions:
         self._resolver = None
         self._resolved = None
         self._next_resolution = 0.0
+        self._attempted = False
         self._lock = threading.Lock()
 
     def __contains__(self, project_id):
@@ -210,10 +338,14 @@ class Exemptions:
 
     def _resolved_ids(self):
         if time.monotonic() < self._next_resolution:
-            return self._resolved
-        # The first resolution is waited for; a refresh is done by one
-        # thread while the others go on with the last known answer.
-        if self._lock.acquire(blocking=self._resolved is None):
+            # None until a resolution succeeded: nobody is exempted by
+            # name then.
+            return self._resolved or frozenset()
+        # The first attempt is waited for; later ones (a refresh, or a
+        # retry after a failure) are made by one thread while the others
+        # go on with the last known answer: a Keystone that does not
+        # answer holds back one request per retry, not all of them.
+        if self._lock.acquire(blocking=not self._attempted):
             try:
                 if time.monotonic() >= self._next_resolution:
                     self._resolve()
@@ -222,6 +354,7 @@ class Exemptions:
         return self._resolved or frozenset()
 
     def _resolve(self):
+        self._attempted = True
         refresh = self.conf.enforcement.exempted_projects_refresh
         try:
             if self._resolver is None:
@@ -287,9 +420,15 @@ class FilterChain:
                 LOG.info('%s denied %s for project %s: %s', filter_.name,
                          method, context.project_id, denial)
                 raise
-            except lease_model.PayloadError:
+            except (lease_model.PayloadError, ServiceUnavailable):
                 raise
             except Exception as exc:
+                message = outage(exc, _ledger_of(filter_))
+                if message is not None:
+                    LOG.error('Enforcement filter %s gave %s of project %s '
+                              'up: %s', filter_.name, method,
+                              context.project_id, message)
+                    raise ServiceUnavailable(message) from exc
                 LOG.exception('Enforcement filter %s failed in %s',
                               filter_.name, method)
                 raise FilterError(filter_.name, exc) from exc
@@ -308,26 +447,47 @@ class FilterChain:
             yield None
             return
         locks = []
+        prepared = {}
         for filter_ in ledger_filters:
             try:
                 names = filter_.ledger_locks(context)
+                if kind != admission_mod.ON_END:
+                    prepared[filter_] = filter_.prepare(context, lease)
+            except (base.EnforcementDenied, lease_model.PayloadError):
+                raise
             except Exception as exc:
-                LOG.exception('Enforcement filter %s cannot name its ledger '
-                              'locks', filter_.name)
+                message = outage(exc, filter_.ledger)
+                if message is not None:
+                    LOG.error('Enforcement filter %s gave %s of project %s '
+                              'up before the ledger admission: %s',
+                              filter_.name, kind, context.project_id,
+                              message)
+                    raise ServiceUnavailable(message) from exc
+                LOG.exception('Enforcement filter %s cannot prepare its '
+                              'ledger admission', filter_.name)
                 raise FilterError(filter_.name, exc) from exc
             locks.extend(n for n in names if n not in locks)
-        # The cloud-wide lock always comes last (see ledger/store.py).
-        locks.sort(key=lambda name: name == ledger_models.GLOBAL_LOCK)
         first = ledger_filters[0]
         try:
-            with admission_mod.admit(first.ledger, kind, context, lease,
-                                     current_lease, locks,
-                                     first.host_resources) as adm:
-                yield adm
-        except (base.EnforcementDenied, FilterError,
+            # The ledger takes the locks in its own order (ledger/store.py)
+            host_resources = None
+            if kind != admission_mod.ON_END:
+                host_resources = ledger_base.prefetch_hosts(
+                    first.host_resources, lease)
+            with ledger_base.ledger_denials():
+                with admission_mod.admit(
+                        first.ledger, kind, context, lease, current_lease,
+                        locks, host_resources, prepared) as adm:
+                    yield adm
+        except (base.EnforcementDenied, FilterError, ServiceUnavailable,
                 lease_model.PayloadError):
             raise
         except Exception as exc:
+            message = outage(exc, first.ledger)
+            if message is not None:
+                LOG.error('Gave %s of project %s up: %s', kind,
+                          context.project_id, message)
+                raise ServiceUnavailable(message) from exc
             LOG.exception('The ledger failed during %s for project %s', kind,
                           context.project_id)
             raise FilterError('ledger', exc) from exc
@@ -365,7 +525,7 @@ class FilterChain:
         try:
             with self._admission(admission_mod.ON_END, context, lease):
                 self._notify_end(context, lease)
-        except FilterError:
+        except (FilterError, ServiceUnavailable):
             LOG.error('The ledger could not close the lease of project %s; '
                       'the lease ends anyway.', context.project_id)
 

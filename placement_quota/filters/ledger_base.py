@@ -18,13 +18,25 @@ ledger filters share one admission (one locked transaction; the entry is
 recorded once, after every filter allowed). Run alone, as blazar-manager
 does with in-process filters, each opens its own.
 
+What a filter reads from outside the ledger (Placement) it reads in
+:meth:`LedgerFilter.prepare`, which runs before the admission takes its
+locks (the chain runs every ledger filter's, then opens the admission);
+:meth:`LedgerFilter.check` finds it again with
+``admission.prepared_for(self)``. A slow or hung Placement then never
+holds a ledger lock that other projects' requests wait for. The reserved
+hosts' resources are read the same way (:func:`prefetch_hosts`).
+
 The ledger and the host resource reader come from the
 :class:`~placement_quota.services.Services` the filter is given; a filter
 built with ``conf`` alone makes its own.
 """
 
+import contextlib
+
 from placement_quota.filters import base
+from placement_quota.ledger import accounting
 from placement_quota.ledger import admission as admission_mod
+from placement_quota import lease as lease_model
 from placement_quota import services as services_mod
 
 
@@ -46,6 +58,33 @@ def peak_text(peak):
         peak.amount, when(peak.at), when(peak.until))
 
 
+def prefetch_hosts(host_resources, lease):
+    """The resources of the hosts ``lease`` reserves, read now (before
+    the locks) from ``host_resources`` (a
+    :class:`~placement_quota.placement.hosts.HostResources`): a reader
+    that never calls Placement. None stays None."""
+    if host_resources is None:
+        return None
+    names = []
+    for reservation in lease.reservations_of(lease_model.HOST):
+        names.extend(accounting.host_names(reservation))
+    prefetch = getattr(host_resources, 'prefetch', None)
+    if prefetch is None:  # a plain callable: nothing to read beforehand
+        return host_resources
+    return prefetch(names)
+
+
+@contextlib.contextmanager
+def ledger_denials():
+    """The ledger's own refusals (an update of an ended lease) as a
+    denial."""
+    try:
+        yield
+    except admission_mod.Denied as exc:
+        raise base.EnforcementDenied(str(exc), filter_name='ledger') \
+            from None
+
+
 class LedgerFilter(base.BaseFilter):
     """A filter deciding on the ledger's data."""
 
@@ -64,18 +103,40 @@ class LedgerFilter(base.BaseFilter):
         GLOBAL_LOCK`)."""
         return []
 
+    def prepare(self, context, lease):
+        """Read what :meth:`check` needs from outside the ledger, before
+        the admission locks anything; the admission hands it back
+        (``admission.prepared_for(self)``). ``lease`` is the lease to
+        check (the new state of an update). Nothing by default."""
+        return None
+
     def check(self, admission):
         """Raise :meth:`deny` to refuse the lease (create or update)."""
 
     def end(self, admission):
         """The lease ends (the entry is closed after every filter)."""
 
+    @contextlib.contextmanager
     def _admit(self, kind, context, lease, current_lease=None):
         context = self.context(context)
-        return admission_mod.admit(
-            self.ledger, kind, context, lease, current_lease,
-            locks=self.ledger_locks(context),
-            host_resources=self.host_resources)
+        if admission_mod.current() is not None:
+            # The chain's admission: it ran the prepare step.
+            with admission_mod.admit(self.ledger, kind, context,
+                                     lease) as adm:
+                yield adm
+            return
+        prepared = {}
+        host_resources = None
+        if kind != admission_mod.ON_END:
+            prepared[self] = self.prepare(context, lease)
+            host_resources = prefetch_hosts(self.host_resources, lease)
+        with ledger_denials():
+            with admission_mod.admit(
+                    self.ledger, kind, context, lease, current_lease,
+                    locks=self.ledger_locks(context),
+                    host_resources=host_resources,
+                    prepared=prepared) as adm:
+                yield adm
 
     def check_create(self, context, lease):
         lease = self.lease(lease)

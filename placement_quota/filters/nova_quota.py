@@ -47,6 +47,7 @@ from placement_quota.compute import quotas
 from placement_quota.filters import ledger_base
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
+from placement_quota import lease as lease_model
 from placement_quota.ledger import accounting
 from placement_quota.ledger import window
 from placement_quota.limits import sources
@@ -240,11 +241,21 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
                             group.nova_quota_hosts_as_instances,
                             group.nova_quota_count_host_resources)
 
+    def prepare(self, context, lease):
+        """Read the quota and the usage (Keystone or Nova, and Placement)
+        before the ledger locks anything, for a lease with hosts or
+        instances."""
+        if not (lease.reservations_of(lease_model.HOST) or
+                lease.reservations_of(lease_model.INSTANCE)):
+            return None
+        return self.reader.read(context.project_id)
+
     def check(self, admission):
         asked = self._convert(admission.amounts)
         if not asked:
             return
-        limits, in_use = self.reader.read(admission.project_id)
+        limits, in_use = (admission.prepared_for(self) or
+                          self.reader.read(admission.project_id))
         intervals = [window.Interval(i.start, i.end,
                                      self._convert(i.amounts))
                      for i, row in admission.intervals()]

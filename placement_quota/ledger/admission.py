@@ -20,10 +20,24 @@ when every filter allowed it, records the outcome:
 * check-create: a new entry, pending, with its amounts and its charge;
 * check-update: the lease's entry replaced by the new state, and the
   difference in cost charged or refunded; a denied update leaves it as it
-  was (the transaction is rolled back);
+  was (the transaction is rolled back). An update of a lease the ledger
+  closed (on-end came) is denied: Blazar never updates an ended lease, and
+  allowing it would revive the entry and charge it again. An update that
+  gives the lease an ``id`` another entry holds is refused as a bad
+  payload (400, field ``lease.id``): Blazar never changes a lease's ID;
 * on-end: the entry closed at the actual end (now, within the lease's
   dates) and the unused part of its charge refunded; a second on-end finds
   it closed and changes nothing.
+
+A lease is only ever looked for in the project of the request: a lease ID
+of another project finds nothing (:meth:`~placement_quota.ledger.store.
+Transaction.find`).
+
+Whatever the policies read from outside the ledger (Placement) they read
+before the admission takes its locks, in their ``prepare`` step, and hand
+it in (:attr:`Admission.prepared`, a reader of the reserved hosts'
+resources read beforehand as ``host_resources``): a slow Placement never
+holds a ledger lock.
 
 A filter run on its own (Blazar calling one of our filters in-process)
 opens its own admission the same way; run inside the chain, it joins the
@@ -35,6 +49,7 @@ import contextvars
 
 from oslo_log import log as logging
 
+from placement_quota import lease as lease_model
 from placement_quota.ledger import accounting
 from placement_quota.ledger import keys
 from placement_quota.ledger import models
@@ -50,11 +65,16 @@ ON_END = 'on-end'
 _CURRENT = contextvars.ContextVar('placement_quota_admission', default=None)
 
 
+class Denied(Exception):
+    """The ledger itself refuses the request (an update of an ended
+    lease); the filters turn it into their denial (403)."""
+
+
 class Admission:
     """The ledger's view of one request, inside its locked transaction."""
 
     def __init__(self, txn, kind, context, lease, current_lease=None,
-                 host_resources=None):
+                 host_resources=None, prepared=None):
         self.txn = txn
         self.kind = kind
         self.context = context
@@ -62,6 +82,8 @@ class Admission:
         self.lease = lease
         self.current_lease = current_lease
         self.host_resources = host_resources
+        #: What each filter's ``prepare`` read before the locks, by filter.
+        self.prepared = dict(prepared or {})
         self._amounts = None
         # Set by a pricing policy (CreditFilter): micro-credits per hour,
         # the allocation charged, and whether it priced this request.
@@ -74,6 +96,33 @@ class Admission:
         if kind != CHECK_CREATE:
             self.entry = txn.find(self.project_id, keys.lease_id(old),
                                   keys.provisional_key(self.project_id, old))
+        if kind == CHECK_UPDATE:
+            self._check_update()
+
+    def _check_update(self):
+        """Refuse the updates the ledger cannot record truthfully."""
+        entry = self.entry
+        if entry is not None and entry.state == models.TERMINATED:
+            raise Denied(
+                'Lease %s of project %s has ended (on %s); an ended lease '
+                'cannot be updated.'
+                % (entry.lease_id or entry.name or 'entry %d' % entry.id,
+                   self.project_id,
+                   entry.effective_end.strftime('%Y-%m-%d %H:%M')))
+        new_id = keys.lease_id(self.lease)
+        if new_id is None or (entry is not None and
+                              entry.lease_id == new_id):
+            return
+        holder = self.txn.lease_id_holder(new_id)
+        if holder is not None and (entry is None or holder.id != entry.id):
+            raise lease_model.PayloadError(
+                'lease.id', 'is the ID of another lease in the ledger; an '
+                'update cannot give it to this lease', new_id)
+
+    def prepared_for(self, filter_):
+        """What ``filter_.prepare`` read for this request, or None when it
+        was not run (an admission opened without the prepare step)."""
+        return self.prepared.get(filter_)
 
     @property
     def now(self):
@@ -178,8 +227,8 @@ class Admission:
 
     def _insert(self):
         values = self._entry_values()
-        if values['lease_id'] is not None and self.txn.find(
-                self.project_id, values['lease_id'], '') is not None:
+        if values['lease_id'] is not None and self.txn.lease_id_holder(
+                values['lease_id']) is not None:
             values['lease_id'] = None  # already keyed on another entry
         charge = self.cost() if self.priced else 0
         values.update(state=models.PENDING, charged=charge)
@@ -217,7 +266,12 @@ class Admission:
                       ended_at=self.now, charged=entry.charged - refund)
         lease_id = keys.lease_id(self.lease)
         if lease_id and entry.lease_id is None:
-            values['lease_id'] = lease_id
+            if self.txn.lease_id_holder(lease_id) is None:
+                values['lease_id'] = lease_id
+            else:
+                LOG.warning('on-end of ledger entry %d carries lease ID %s, '
+                            'which another entry holds; closed without it.',
+                            entry.id, lease_id)
         self.txn.update(entry.id, **values)
         self.txn.charge(self.project_id, entry.id, entry.allocation_id,
                         -refund, models.REFUND_END)
@@ -234,21 +288,21 @@ def current():
 
 @contextlib.contextmanager
 def admit(ledger, kind, context, lease, current_lease=None, locks=(),
-          host_resources=None):
+          host_resources=None, prepared=None):
     """Join the open admission, or open one: lock, decide, record.
 
     The block decides (raising denies); the entry is recorded when it
-    returns normally. ``locks`` are taken after the project's own.
+    returns normally. ``locks`` are taken with the project's own, in the
+    ledger's lock order (ledger/store.py). ``prepared`` is ``{filter:
+    what its prepare step read}``.
     """
     existing = _CURRENT.get()
     if existing is not None:
         yield existing
         return
-    order = [context.project_id] + [p for p in locks
-                                    if p != context.project_id]
-    with ledger.transaction(order) as txn:
+    with ledger.transaction([context.project_id] + list(locks)) as txn:
         adm = Admission(txn, kind, context, lease, current_lease,
-                        host_resources)
+                        host_resources, prepared)
         token = _CURRENT.set(adm)
         try:
             yield adm

@@ -36,7 +36,11 @@ CHARGE_CREATE = 'create'
 CHARGE_UPDATE = 'update'
 REFUND_END = 'end'
 
+#: The cloud-wide lock (the capacity policy's); the lock order of every
+#: writer is in ledger/store.py.
 GLOBAL_LOCK = '*'
+#: The lock of the account hierarchy (the admin API's account changes).
+ACCOUNTS_LOCK = '*accounts'
 
 projects = sa.Table(
     'projects', metadata,

@@ -11,13 +11,44 @@
 # under the License.
 """The ledger database: engine, migrations, locks and queries.
 
-Every admission runs in one database transaction that first locks the rows
-of the projects it decides for (and the cloud-wide row ``*`` when a policy
-reads every project's reservations), always in the order own project,
-tree root, cloud-wide, so two admissions never wait on each other in a
-cycle. PostgreSQL and MySQL lock rows (``SELECT ... FOR UPDATE``); SQLite
-takes its database write lock at ``BEGIN IMMEDIATE``. Either way, two
-service processes sharing one database never admit past a limit together.
+Locks
+-----
+
+Every writer takes ledger locks: an admission locks its project (and what
+its policies ask for: the project's tree root, the cloud-wide row ``*``),
+an account move locks both accounts, a change of the account hierarchy
+locks ``*accounts``. PostgreSQL and MySQL lock rows of ``projects``
+(``SELECT ... FOR UPDATE``); SQLite takes its database write lock at
+``BEGIN IMMEDIATE`` (one lock: it cannot deadlock). Either way, two service
+processes sharing one database never admit past a limit together.
+
+On a database that locks rows, two transactions that take two locks in
+opposite orders deadlock. :func:`lock_order` is therefore the one order of
+every writer, applied by :meth:`Transaction.lock` whatever order a caller
+names its locks in:
+
+1. projects (the own project and the tree root alike: a root is itself a
+   project, the own project of its admissions and a side of moves, so
+   "own project before root" would not be one order), by ID;
+2. ``*accounts`` (:data:`models.ACCOUNTS_LOCK`), the account hierarchy;
+3. capacity pools (``*pool:<name>``, :func:`pool_lock`), by name;
+4. ``*`` (:data:`models.GLOBAL_LOCK`), the whole cloud.
+
+A transaction takes all its locks at its start; taking one that sorts
+before a lock it already holds is refused (:class:`LedgerError`).
+
+Timeouts
+--------
+
+``[ledger] lock_timeout`` bounds each lock wait (SQLite: its busy timeout;
+PostgreSQL: ``lock_timeout``). On PostgreSQL, ``connect_timeout`` bounds
+connecting and the ping of a pooled connection at checkout, and
+``statement_timeout`` bounds every statement on the server; a server that
+does not answer at all (frozen) is given up by a client-side deadline of
+``max(statement_timeout, lock_timeout) + 2`` seconds per statement (see
+:mod:`~placement_quota.ledger.deadlines`). Each of these failures raises
+:class:`LedgerUnavailable` (:class:`LockTimeout` for a lock wait), which
+the enforcement API answers with 503.
 """
 
 import contextlib
@@ -36,6 +67,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy import exc as sa_exc
 
 from placement_quota.ledger import accounting
+from placement_quota.ledger import deadlines
 from placement_quota.ledger import models
 from placement_quota.ledger import window
 
@@ -43,13 +75,60 @@ LOG = logging.getLogger(__name__)
 
 MICRO = 1000000
 
+#: The largest ``duration_s`` (the column is a 32-bit integer): a longer
+#: lease is recorded with this one, which then bounds nothing.
+MAX_DURATION = 2 ** 31 - 1
+
+#: Seconds the client waits beyond the server's own timeouts before it
+#: gives a database that does not answer up.
+DEADLINE_GRACE = 2
+
+#: The prefix of the lock of a capacity pool (see :func:`pool_lock`).
+POOL_PREFIX = '*pool:'
+
+# Lock kinds, in the order of :func:`lock_order`.
+_PROJECT, _ACCOUNTS, _POOL, _CLOUD = range(4)
+
 
 class LedgerError(Exception):
     """The ledger database cannot be used; says why and what to do."""
 
 
-class LockTimeout(LedgerError):
+class LedgerUnavailable(LedgerError):
+    """The ledger database did not answer in time, or cannot be reached:
+    the request is given up (the API answers 503); trying again later may
+    work."""
+
+
+class LockTimeout(LedgerUnavailable):
     """Another admission held a project's lock for too long."""
+
+
+def pool_lock(name):
+    """The lock name of the capacity pool ``name``."""
+    return POOL_PREFIX + name
+
+
+def lock_kind(key):
+    """The rank of a lock's kind in :func:`lock_order`."""
+    if key == models.GLOBAL_LOCK:
+        return _CLOUD
+    if key.startswith(POOL_PREFIX):
+        return _POOL
+    if key == models.ACCOUNTS_LOCK:
+        return _ACCOUNTS
+    return _PROJECT
+
+
+def _lock_key(key):
+    return (lock_kind(key), key)
+
+
+def lock_order(keys):
+    """``keys`` (lock names) in the one order every writer takes them:
+    projects, ``*accounts``, capacity pools, ``*``; by name within a
+    kind; each once."""
+    return sorted(set(keys), key=_lock_key)
 
 
 def to_micro(credits):
@@ -91,43 +170,162 @@ def _configure_sqlite(engine, lock_timeout):
         connection.exec_driver_sql('BEGIN IMMEDIATE')
 
 
-def create_engine(url, lock_timeout=30, pool_size=None):
-    """An engine for ``url`` set up for the ledger's locking."""
+def _configure_postgresql(engine, watchdog, connect_timeout,
+                          statement_deadline):
+    """Deadlines on every call to a PostgreSQL server (see
+    :mod:`~placement_quota.ledger.deadlines`)."""
+
+    @sa.event.listens_for(engine, 'connect')
+    def _connect(dbapi_connection, record):
+        record.info['ledger_fresh'] = True
+
+    @sa.event.listens_for(engine, 'checkout')
+    def _checkout(dbapi_connection, record, proxy):
+        # Our pre-ping: SQLAlchemy's has no deadline. A fresh connection
+        # was just made; an old one must answer within connect_timeout.
+        if record.info.pop('ledger_fresh', False):
+            return
+        with watchdog.guard(dbapi_connection, connect_timeout):
+            try:
+                cursor = dbapi_connection.cursor()
+                try:
+                    cursor.execute('SELECT 1')
+                finally:
+                    cursor.close()
+            except Exception as exc:
+                # The pool throws the connection away and makes a new one.
+                raise sa_exc.DisconnectionError(
+                    'the pooled ledger connection did not answer: %s' % exc)
+
+    if statement_deadline:
+        @sa.event.listens_for(engine, 'before_cursor_execute')
+        def _before(connection, cursor, statement, parameters, context,
+                    executemany):
+            if not connection.get_execution_options().get(
+                    'ledger_unbounded'):
+                watchdog.arm(connection.connection.dbapi_connection,
+                             statement_deadline)
+
+        @sa.event.listens_for(engine, 'after_cursor_execute')
+        def _after(connection, cursor, statement, parameters, context,
+                   executemany):
+            watchdog.disarm()
+
+
+def _unavailable(ctx, url, watchdog, statement_timeout):
+    """The :class:`LedgerUnavailable` a database error means, or None."""
+    expired = watchdog.disarm()
+    original = ctx.original_exception
+    if expired is not None:
+        ctx.is_disconnect = True
+        return LedgerUnavailable(
+            'The ledger database at %s did not answer within %d seconds; '
+            'the request was given up (try again later).' % (url, expired))
+    if ctx.is_pre_ping:
+        return None
+    if getattr(original, 'pgcode', None) == '57014':  # query_canceled
+        return LedgerUnavailable(
+            'A statement on the ledger database at %s ran longer than '
+            '[ledger] statement_timeout (%d seconds) and was cancelled; '
+            'try again later.' % (url, statement_timeout))
+    if not isinstance(ctx.sqlalchemy_exception, sa_exc.OperationalError):
+        return None
+    if ctx.connection is None:
+        return LedgerUnavailable('Cannot connect to the ledger database at '
+                                 '%s: %s' % (url, _first_line(original)))
+    if ctx.is_disconnect:
+        return LedgerUnavailable('Lost the connection to the ledger '
+                                 'database at %s: %s'
+                                 % (url, _first_line(original)))
+    return None
+
+
+def _first_line(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def create_engine(url, lock_timeout=30, pool_size=None, connect_timeout=10,
+                  statement_timeout=30, watchdog=None):
+    """An engine for ``url`` set up for the ledger's locking and
+    timeouts."""
     try:
         parsed = sa.engine.make_url(url)
     except sa_exc.ArgumentError as exc:
         raise LedgerError('[ledger] connection %r is not a database URL: %s'
                           % (url, exc))
+    backend = parsed.get_backend_name()
     kwargs = {'pool_pre_ping': True}
-    if parsed.get_backend_name() == 'sqlite':
+    if backend == 'sqlite':
         database = parsed.database
         if database and database != ':memory:':
             directory = os.path.dirname(os.path.abspath(database))
             os.makedirs(directory, exist_ok=True)
     elif pool_size:
         kwargs['pool_size'] = pool_size
+    if backend == 'postgresql':
+        # The pre-ping is ours, with a deadline (_configure_postgresql).
+        kwargs['pool_pre_ping'] = False
+        # Set in the URL's query, they would be replaced: add to them.
+        connect_args = {}
+        if 'connect_timeout' not in parsed.query:
+            connect_args['connect_timeout'] = connect_timeout
+        if statement_timeout:
+            options = parsed.query.get('options') or ''
+            if isinstance(options, tuple):
+                options = ' '.join(options)
+            connect_args['options'] = ('%s -c statement_timeout=%d' % (
+                options, statement_timeout * 1000)).strip()
+        kwargs['connect_args'] = connect_args
     try:
         engine = sa.create_engine(parsed, **kwargs)
     except (ImportError, sa_exc.ArgumentError) as exc:
         raise LedgerError('[ledger] connection %s cannot be used: %s'
                           % (parsed.render_as_string(hide_password=True),
                              exc))
-    if parsed.get_backend_name() == 'sqlite':
+    if backend == 'sqlite':
         _configure_sqlite(engine, lock_timeout)
+    elif backend == 'postgresql':
+        watchdog = watchdog or deadlines.Watchdog()
+        _configure_postgresql(
+            engine, watchdog, connect_timeout,
+            statement_deadline(statement_timeout, lock_timeout))
+        shown = parsed.render_as_string(hide_password=True)
+
+        @sa.event.listens_for(engine, 'handle_error')
+        def _handle_error(ctx):
+            return _unavailable(ctx, shown, watchdog, statement_timeout)
     return engine
+
+
+def statement_deadline(statement_timeout, lock_timeout):
+    """Seconds the client gives one statement (0: no deadline): longer
+    than the server's own limits, so that a server that answers reports
+    them itself."""
+    if not statement_timeout:
+        return 0
+    return max(statement_timeout, lock_timeout) + DEADLINE_GRACE
 
 
 class Ledger:
     """One ledger database."""
 
     def __init__(self, url, lock_timeout=30, pool_size=None,
-                 migrate=None):
+                 migrate=None, connect_timeout=10, statement_timeout=30):
         self.url = url
         self.lock_timeout = lock_timeout
+        self.connect_timeout = connect_timeout
+        self.statement_timeout = statement_timeout
         #: Where "now" comes from (naive UTC); tests set their own.
         self.clock = timeutils.utcnow
-        self.engine = create_engine(url, lock_timeout, pool_size)
+        self.watchdog = deadlines.Watchdog()
+        self.engine = create_engine(url, lock_timeout, pool_size,
+                                    connect_timeout, statement_timeout,
+                                    self.watchdog)
         self.dialect = self.engine.dialect.name
+        self._deadline = (statement_deadline(statement_timeout,
+                                             lock_timeout)
+                          if self.dialect == 'postgresql' else 0)
         if migrate is None:
             migrate = self.dialect == 'sqlite'
         if migrate:
@@ -140,7 +338,9 @@ class Ledger:
         group = conf.ledger
         return cls(group.connection, lock_timeout=group.lock_timeout,
                    pool_size=group.pool_size,
-                   migrate=group.auto_migrate or None)
+                   migrate=group.auto_migrate or None,
+                   connect_timeout=group.connect_timeout,
+                   statement_timeout=group.statement_timeout)
 
     def describe(self):
         return self.engine.url.render_as_string(hide_password=True)
@@ -150,12 +350,22 @@ class Ledger:
     def upgrade(self, revision='head'):
         """Bring the schema to ``revision`` (alembic)."""
         try:
-            with self.engine.begin() as connection:
-                alembic.command.upgrade(_alembic_config(connection),
-                                        revision)
+            with self.engine.connect() as connection:
+                # A migration may take long: no statement timeout.
+                connection = connection.execution_options(
+                    ledger_unbounded=True)
+                with connection.begin():
+                    if self.dialect == 'postgresql':
+                        connection.exec_driver_sql(
+                            'SET LOCAL statement_timeout = 0')
+                    alembic.command.upgrade(_alembic_config(connection),
+                                            revision)
         except sa_exc.OperationalError as exc:
             raise LedgerError('Cannot migrate the ledger at %s: %s'
                               % (self.describe(), exc.orig))
+        except LedgerUnavailable as exc:
+            raise LedgerError('Cannot migrate the ledger at %s: %s'
+                              % (self.describe(), exc))
 
     def current_revision(self):
         with self.engine.connect() as connection:
@@ -175,6 +385,9 @@ class Ledger:
         except sa_exc.OperationalError as exc:
             raise LedgerError('Cannot reach the ledger at %s: %s'
                               % (self.describe(), exc.orig))
+        except LedgerUnavailable as exc:
+            raise LedgerError('Cannot reach the ledger at %s: %s'
+                              % (self.describe(), exc))
         head = self.head_revision()
         if current != head:
             raise LedgerError(
@@ -187,23 +400,48 @@ class Ledger:
     @contextlib.contextmanager
     def transaction(self, lock=(), now=None):
         """A :class:`Transaction` holding the locks of ``lock`` (project
-        IDs, and :data:`models.GLOBAL_LOCK`), taken in the given order."""
+        IDs, :data:`models.GLOBAL_LOCK`...), taken in :func:`lock_order`.
+
+        Raises :class:`LedgerUnavailable` when the database does not
+        answer in time (:class:`LockTimeout` for a lock).
+        """
         now = now or self.clock()
+        order = lock_order(lock)
         try:
-            with self.engine.begin() as connection:
-                txn = Transaction(self, connection, now)
-                txn.lock(lock)
-                yield txn
+            with self.engine.connect() as connection:
+                outer = connection.begin()
+                try:
+                    txn = Transaction(self, connection, now)
+                    txn.lock(order)
+                    yield txn
+                except BaseException:
+                    with self._guard(connection):
+                        outer.rollback()
+                    raise
+                with self._guard(connection):
+                    outer.commit()
         except sa_exc.OperationalError as exc:
             if _is_lock_timeout(exc):
                 raise LockTimeout(
                     'Timed out after %d seconds waiting for the ledger lock '
                     'of %s; another admission holds it.'
-                    % (self.lock_timeout, ', '.join(lock)))
+                    % (self.lock_timeout, ', '.join(order))) from exc
             raise
+
+    @contextlib.contextmanager
+    def _guard(self, connection):
+        """The statement deadline around a commit or a rollback (they
+        are no cursor statements)."""
+        if not self._deadline or connection.invalidated:
+            yield
+            return
+        with self.watchdog.guard(connection.connection.dbapi_connection,
+                                 self._deadline):
+            yield
 
     def dispose(self):
         self.engine.dispose()
+        self.watchdog.close()
 
 
 def _is_lock_timeout(exc):
@@ -226,16 +464,25 @@ class Transaction:
         self.now = now
         self.locked = []
 
-    def lock(self, project_ids):
+    def lock(self, keys):
+        """Take the locks of ``keys`` in :func:`lock_order` (see the
+        module's docstring); one that sorts before a lock already held is
+        refused."""
         dialect = self.ledger.dialect
-        for project_id in project_ids:
-            if project_id in self.locked:
-                continue
+        wanted = [k for k in lock_order(keys) if k not in self.locked]
+        if wanted and self.locked and (
+                _lock_key(wanted[0]) < _lock_key(self.locked[-1])):
+            raise LedgerError(
+                'Ledger lock %s cannot be taken after %s: locks are taken '
+                'in one order (ledger/store.py), all at the start of a '
+                'transaction.' % (wanted[0], self.locked[-1]))
+        if wanted and not self.locked and dialect == 'postgresql':
+            # Before the first insert too: a project row another
+            # transaction is inserting is waited for like a lock.
+            self.connection.exec_driver_sql(
+                "SET LOCAL lock_timeout = '%ds'" % self.ledger.lock_timeout)
+        for project_id in wanted:
             self._ensure_project(project_id)
-            if dialect == 'postgresql':
-                self.connection.exec_driver_sql(
-                    "SET LOCAL lock_timeout = '%ds'"
-                    % self.ledger.lock_timeout)
             if dialect != 'sqlite':
                 self.connection.execute(
                     sa.select(models.projects.c.project_id)
@@ -260,18 +507,28 @@ class Transaction:
     # --- leases ---------------------------------------------------------
 
     def find(self, project_id, lease_id, provisional_key):
-        """The live (not denied) entry of a lease, by ID, then by key."""
+        """The live (not denied) entry of a lease of ``project_id``, by
+        ID, then by key. Another project's entry is never found, whatever
+        ID a request carries."""
         t = models.leases
-        base = sa.select(t).where(t.c.state != models.DENIED)
+        base = sa.select(t).where(t.c.state != models.DENIED,
+                                  t.c.project_id == project_id)
         if lease_id:
             row = self.connection.execute(
                 base.where(t.c.lease_id == lease_id)).first()
             if row is not None:
                 return row
         return self.connection.execute(
-            base.where(t.c.project_id == project_id,
-                       t.c.provisional_key == provisional_key)
+            base.where(t.c.provisional_key == provisional_key)
             .order_by(t.c.id.desc())).first()
+
+    def lease_id_holder(self, lease_id):
+        """The ``(id, project_id)`` of the entry holding ``lease_id``, of
+        any project (the column is unique across the ledger), or None."""
+        t = models.leases
+        return self.connection.execute(
+            sa.select(t.c.id, t.c.project_id)
+            .where(t.c.lease_id == lease_id)).first()
 
     def intervals(self, start, end, project_ids=None, exclude=None,
                   with_lease=False):
@@ -306,17 +563,21 @@ class Transaction:
         columns = [t.c.id, t.c.start_date, t.c.effective_end,
                    t.c.instance_vcpus, t.c.instance_memory_mb,
                    t.c.instance_disk_gb, t.c.instance_hosts]
-        # No lease is longer than the longest in the ledger: only those
+        # No live lease is longer than the longest live one: only those
         # starting less than that before the window can overlap it, which
-        # bounds the index range on start_date on both sides.
+        # bounds the index range on start_date on both sides. Denied
+        # entries count toward nothing, not even this bound.
         longest = self.connection.execute(
-            sa.select(sa.func.max(t.c.duration_s))).scalar() or 0
+            sa.select(sa.func.max(t.c.duration_s))
+            .where(t.c.state != models.DENIED)).scalar() or 0
         query = sa.select(*columns).where(
-            t.c.start_date >= start - datetime.timedelta(seconds=longest),
             t.c.start_date < end, t.c.effective_end > start,
             t.c.state != models.DENIED,
             (t.c.instance_vcpus + t.c.instance_memory_mb +
              t.c.instance_disk_gb) > 0)
+        earliest = earliest_start(start, longest)
+        if earliest is not None:
+            query = query.where(t.c.start_date >= earliest)
         if exclude is not None:
             query = query.where(t.c.id != exclude)
         return [(window.Interval(row.start_date, row.effective_end, {
@@ -407,9 +668,23 @@ class Transaction:
 
 
 def duration(values):
-    """Whole seconds from ``start_date`` to ``end_date`` (rounded up)."""
+    """Whole seconds from ``start_date`` to ``end_date`` (rounded up),
+    within 0 and :data:`MAX_DURATION`."""
     seconds = (values['end_date'] - values['start_date']).total_seconds()
-    return int(-(-seconds // 1))
+    return max(0, min(MAX_DURATION, int(-(-seconds // 1))))
+
+
+def earliest_start(start, longest):
+    """``start - longest`` seconds: the earliest start of a lease at most
+    ``longest`` long that can reach ``start``; None when that bounds
+    nothing (``longest`` is :data:`MAX_DURATION` or more, as a recorded
+    lease of any length may be, or the date would fall before year 1)."""
+    if longest >= MAX_DURATION:
+        return None
+    try:
+        return start - datetime.timedelta(seconds=longest)
+    except OverflowError:
+        return None
 
 
 def instance_hosts(lease_body):

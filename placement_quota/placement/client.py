@@ -27,6 +27,7 @@
 
 import contextlib
 import contextvars
+import re
 import threading
 
 from keystoneauth1 import adapter as ks_adapter
@@ -46,6 +47,13 @@ RESHAPER = (1, 30)
 FORBIDDEN_AGGREGATES = (1, 32)
 CONSUMER_TYPES = (1, 38)
 MAX_VERSION = (1, 39)
+
+#: Seconds above which a Placement call's worst wait (see
+#: :func:`wait_bound`) is warned about when the client is made.
+REASONABLE_WAIT = 30
+# keystoneauth's delays between retries without a fixed delay.
+_RETRY_DELAY_START = 0.5
+_RETRY_DELAY_MAX = 60.0
 
 _global_request_id = contextvars.ContextVar('placement_quota_request_id',
                                             default=None)
@@ -103,6 +111,46 @@ class Unavailable(PlacementError):
     """Placement could not be reached or answered 5xx."""
 
 
+class Unreachable(Unavailable):
+    """The request got no answer: the connection failed (refused, reset,
+    no route), or nothing came back within the session's ``timeout``.
+
+    ``timeout`` is the seconds waited when it timed out (None when the
+    connection failed); ``where`` the client's description (its
+    endpoint).
+    """
+
+    def __init__(self, detail, method, url, timeout=None, where=None):
+        super().__init__(0, None, detail, method, url)
+        self.timeout = timeout
+        self.where = where
+        at = ' at %s' % where if where else ''
+        if timeout is not None:
+            text = ('Placement%s did not answer %s %s within %s s '
+                    '([placement] timeout): %s'
+                    % (at, method, url, _seconds(timeout), detail))
+        else:
+            text = ('Cannot connect to Placement%s for %s %s: %s'
+                    % (at, method, url, _connect_reason(detail)))
+        Exception.__init__(self, text)
+
+
+def _seconds(value):
+    return '%g' % value
+
+
+def _connect_reason(detail):
+    """The address and the operating system's reason (``http://host:port/:
+    [Errno 111] Connection refused``) out of keystoneauth's long connection
+    error, else all of it."""
+    found = re.search(r'\[Errno -?\d+\][^)"\']*', detail)
+    if found is None:
+        return detail
+    address = re.search(r'connection to (\S+?):? ', detail)
+    reason = found.group(0).strip()
+    return '%s: %s' % (address.group(1), reason) if address else reason
+
+
 class AuthFailure(PlacementError):
     """The request never reached Placement: keystoneauth could not get a
     token (wrong credentials, Keystone down) or find Placement in the
@@ -148,6 +196,35 @@ def _error(response, method, url):
         cls = _BY_STATUS.get(response.status_code, PlacementError)
     return cls(response.status_code, code, ' '.join(detail.split()), method,
                url)
+
+
+def wait_bound(timeout, connect_retries=0, connect_retry_delay=None,
+               status_code_retries=0, status_code_retry_delay=None):
+    """The longest one Placement call waits, in seconds (None when
+    ``timeout`` is None): every attempt keystoneauth makes (one, plus
+    ``connect_retries`` after a failed or timed-out connection or read,
+    plus ``status_code_retries`` after a 503 or 429) waiting up to
+    ``timeout``, plus keystoneauth's delays between them (the fixed delay
+    when set, else 0.5 s doubling up to 60 s). With the defaults (10 s,
+    no retries) it is 10 s. A caller's request fails at its first call
+    that gives up, so this also bounds a whole enforcement request's wait
+    for a Placement that does not answer."""
+    if timeout is None:
+        return None
+    attempts = 1 + connect_retries + status_code_retries
+    delays = (_delays(connect_retries, connect_retry_delay) +
+              _delays(status_code_retries, status_code_retry_delay))
+    return attempts * float(timeout) + delays
+
+
+def _delays(retries, fixed):
+    if fixed is not None:
+        return retries * float(fixed)
+    total, delay = 0.0, _RETRY_DELAY_START
+    for _ in range(retries):
+        total += delay
+        delay = min(delay * 2, _RETRY_DELAY_MAX)
+    return total
 
 
 def version_string(version):
@@ -214,9 +291,48 @@ class PlacementClient:
                                                             auth=auth)
         adapter = ks_loading.load_adapter_from_conf_options(
             conf, group, session=session, auth=auth, raise_exc=False)
-        return cls(adapter, options.endpoint_override or 'Placement of the '
-                   'service catalog (%s)' % (options.region_name or
-                                             'any region'))
+        client = cls(adapter, options.endpoint_override or 'Placement of '
+                     'the service catalog (%s)' % (options.region_name or
+                                                   'any region'))
+        client._warn_if_unbounded()
+        return client
+
+    # --- how long a call may wait -------------------------------------
+
+    @property
+    def timeout(self):
+        """Seconds one attempt of a call waits for Placement (to connect,
+        and for each read), or None for no limit: the session's
+        ``timeout`` (``[placement] timeout``)."""
+        session = getattr(self._adapter, 'session', None)
+        return getattr(session, 'timeout', None)
+
+    @property
+    def wait_bound(self):
+        """The longest one call may wait for a Placement that does not
+        answer, in seconds (None: no limit); see :func:`wait_bound`."""
+        adapter = self._adapter
+        return wait_bound(
+            self.timeout,
+            getattr(adapter, 'connect_retries', None) or 0,
+            getattr(adapter, 'connect_retry_delay', None),
+            getattr(adapter, 'status_code_retries', None) or 0,
+            getattr(adapter, 'status_code_retry_delay', None))
+
+    def _warn_if_unbounded(self):
+        bound = self.wait_bound
+        if bound is None:
+            LOG.warning('[placement] timeout is not set: a Placement that '
+                        'accepts connections and never answers holds '
+                        'enforcement requests forever.')
+        elif bound > REASONABLE_WAIT:
+            LOG.warning('A Placement that does not answer holds an '
+                        'enforcement request for up to %.0f s ([placement] '
+                        'timeout %s s, connect_retries and '
+                        'status_code_retries with their delays); Blazar '
+                        'waits for the answer. Lower them to stay under '
+                        '%d s.', bound, _seconds(self.timeout),
+                        REASONABLE_WAIT)
 
     @classmethod
     def from_endpoint(cls, endpoint, headers=None, timeout=30):
@@ -253,6 +369,8 @@ class PlacementClient:
 
     def _negotiate(self):
         response = self._send('GET', '/', None, None)
+        if response.status_code >= 500:
+            raise _error(response, 'GET', '/')
         try:
             doc = response.json()['versions'][0]
             low = parse_version(doc['min_version'])
@@ -294,8 +412,13 @@ class PlacementClient:
         try:
             return self._adapter.request(url, method, json=json,
                                          headers=headers, **kwargs)
+        except ks_exceptions.ConnectTimeout as exc:
+            # A read timeout too: keystoneauth raises ConnectTimeout for
+            # any requests Timeout.
+            raise Unreachable(str(exc), method, url, timeout=self.timeout,
+                              where=self.description)
         except ks_exceptions.ConnectionError as exc:
-            raise Unavailable(0, None, str(exc), method, url)
+            raise Unreachable(str(exc), method, url, where=self.description)
         except ks_exceptions.ClientException as exc:
             raise AuthFailure(str(exc), method, url)
 

@@ -16,6 +16,10 @@ the compute node's resource provider. A host's resources are its
 ``VCPU``, ``MEMORY_MB`` and ``DISK_GB`` inventories, ``total - reserved``
 (what an instance of the whole host can use). Two calls per host, cached
 for a configurable time; an unknown host has none.
+
+An admission must not wait for Placement while it holds ledger locks: the
+hosts of a lease are read before (:meth:`HostResources.prefetch`) and the
+admission looks them up in what was read (:class:`Prefetched`).
 """
 
 import threading
@@ -53,6 +57,11 @@ class HostResources:
             self._cache[hostname] = (now, resources)
         return resources
 
+    def prefetch(self, hostnames):
+        """A :class:`Prefetched` of ``hostnames``, read now."""
+        return Prefetched({name: self(name) for name in sorted(
+            set(hostnames))})
+
     def _read(self, hostname):
         self.reads += 1
         found = self.client.get('/resource_providers?name=%s'
@@ -68,3 +77,19 @@ class HostResources:
         return {rc: inv['total'] - inv.get('reserved', 0)
                 for rc, inv in inventories.items()
                 if rc in CLASSES}
+
+
+class Prefetched:
+    """Callable ``hostname -> {'VCPU': n, ...}`` over hosts read
+    beforehand; never calls Placement (a host not read has none)."""
+
+    def __init__(self, found):
+        self.found = found
+
+    def __call__(self, hostname):
+        found = self.found.get(hostname)
+        if found is None:
+            LOG.warning('Host %s was not read from Placement before the '
+                        'admission; it counts only as a host.', hostname)
+            return {}
+        return found

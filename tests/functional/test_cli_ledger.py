@@ -19,6 +19,7 @@ import os
 from placement_quota.ledger import accounting
 from placement_quota.ledger import models
 from placement_quota.ledger import store
+from tests import builders
 from tests.functional.test_cli import CLITestCase
 from tests.functional.test_cli import command
 
@@ -67,6 +68,24 @@ class TestDbSync(LedgerCLITestCase):
 
 
 class TestCredits(LedgerCLITestCase):
+
+    def test_an_end_date_beyond_the_ledgers_range_is_bad_input(self):
+        result = self.run_cli('credits', 'add', 'p1', '--amount', '250',
+                              '--end', '9999-12-31 00:00')
+        self.assertBadInput(result, '--end', '9999-12-31')
+
+    def test_a_refused_su_factor_is_bad_input_for_check_create(self):
+        body = {'context': builders.context('p1'),
+                'lease': builders.lease(builders.day(2), builders.day(3),
+                                        builders.hosts('h1',
+                                                       su_factor=-1000))}
+        conf = self.config(
+            '[ledger]\nconnection = %s\ncount_host_resources = false\n'
+            '[enforcement]\nenabled_filters = CreditFilter\n' % self.url)
+        result = command('check', 'create',
+                         self.write('lease.json', json.dumps(body)),
+                         config=conf)
+        self.assertBadInput(result, 'su_factor', '-1000')
 
     def test_add_then_list_shows_the_allocation(self):
         self.run_cli('credits', 'add', 'p1', '--amount', '250',

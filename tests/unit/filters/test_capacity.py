@@ -128,3 +128,56 @@ class TestPlacementCapacityFilter(ledger_helpers.PlacementHelpers,
         chain = self.chain(exempted=[self.project])
         self.assertIsNone(self.create(lease(day(2), day(3), instances(
             9, vcpus=4, hosts=self.both)), via=chain))
+
+
+class TestEntriesOfAnyLength(ledger_helpers.PlacementHelpers,
+                             base.LedgerTestCase):
+    """Entries an earlier version recorded (a denied lease ending in year
+    9999 or starting in year 1, with its unclamped duration) break no
+    later instance check, of any project, also after a restart."""
+
+    filter_class = capacity.PlacementCapacityFilter
+    placement = TestPlacementCapacityFilter.placement
+
+    def setUp(self):
+        super().setUp()
+        self.both = (self.compute_node()[0], self.compute_node()[0])
+
+    def bad_row(self, start, end, state=models.DENIED):
+        with self.ledger.engine.begin() as connection:
+            connection.execute(models.leases.insert().values(
+                project_id='prober', provisional_key='k', start_date=start,
+                end_date=end, effective_end=end, state=state,
+                duration_s=int((end - start).total_seconds()),
+                amounts={}, lease={}, hourly_rate=0, charged=0,
+                instance_vcpus=0, instance_memory_mb=0, instance_disk_gb=0,
+                instance_hosts='', created_at=datetime.datetime(2026, 6, 1)))
+
+    def test_denied_lease_ending_in_year_9999_breaks_no_later_check(self):
+        self.bad_row(datetime.datetime(2026, 6, 2),
+                     datetime.datetime(9999, 12, 31))
+        self.create(lease(day(2), day(3), instances(2, hosts=self.both)))
+        self.assertEqual(['pending'], self.states())
+
+    def test_denied_lease_starting_in_year_1_breaks_no_later_check(self):
+        self.bad_row(datetime.datetime(1, 1, 1),
+                     datetime.datetime(2026, 6, 5))
+        self.create(lease(day(2), day(3), instances(2, hosts=self.both)))
+        self.assertEqual(['pending'], self.states())
+
+    def test_live_lease_of_any_length_breaks_no_later_check(self):
+        self.bad_row(datetime.datetime(1, 1, 1),
+                     datetime.datetime(9999, 12, 31), state=models.PENDING)
+        self.create(lease(day(2), day(3), instances(2, hosts=self.both)))
+        self.assertEqual(['pending'], self.states())
+
+    def test_bad_entry_breaks_no_check_after_a_restart(self):
+        self.bad_row(datetime.datetime(2026, 6, 2),
+                     datetime.datetime(9999, 12, 31))
+        self.services.close()
+        restarted = base.Services(self.conf, placement=self.placement_client)
+        self.addCleanup(restarted.close)
+        self.create(lease(day(2), day(3), instances(2, hosts=self.both)),
+                    via=capacity.PlacementCapacityFilter(
+                        self.conf, services=restarted))
+        self.assertEqual(['pending'], self.states())

@@ -415,3 +415,174 @@ class TestChain(AdmissionTestCase):
     def test_chain_filters_share_the_services_ledger(self):
         self.assertEqual([self.ledger, self.ledger],
                          [f.ledger for f in self.both.ledger_filters])
+
+
+OTHER_ID = '8a5a9d5e-0000-4000-8000-000000000002'
+
+
+class TestLeaseIds(AdmissionTestCase):
+    """A check-update may not give a lease an ID another entry holds: a
+    400 naming ``lease.id``, and the ledger unchanged."""
+
+    def two_leases(self):
+        self.admit_create(lease(day(2), day(3), name='a', lease_id=LEASE_ID))
+        second = lease(day(4), day(5), name='b', lease_id=OTHER_ID)
+        self.admit_create(second)
+        return second
+
+    def test_update_giving_the_id_of_another_entry_is_a_payload_error(self):
+        second = self.two_leases()
+        error = self.assertRaises(
+            lease_model.PayloadError, self.admit_update, second,
+            lease(day(4), day(6), name='b', lease_id=LEASE_ID))
+        self.assertEqual(('lease.id', LEASE_ID), (error.field, error.value))
+
+    def test_update_giving_the_id_of_another_entry_changes_nothing(self):
+        second = self.two_leases()
+        before = [tuple(row) for row in self.entries()]
+        self.assertRaises(lease_model.PayloadError, self.admit_update,
+                          second, lease(day(4), day(6), name='b',
+                                        lease_id=LEASE_ID))
+        self.assertEqual(before, [tuple(row) for row in self.entries()])
+
+    def test_update_giving_the_id_of_another_projects_entry_is_refused(self):
+        self.admit_create(lease(day(2), day(3), name='a', lease_id=LEASE_ID),
+                          project='proj-1')
+        self.admit_create(lease(day(4), day(5), name='b'))
+        self.assertRaises(lease_model.PayloadError, self.admit_update,
+                          lease(day(4), day(5), name='b'),
+                          lease(day(4), day(6), name='b',
+                                lease_id=LEASE_ID))
+
+    def test_update_keeping_its_own_id_is_recorded(self):
+        second = self.two_leases()
+        self.admit_update(second, lease(day(4), day(6), name='b',
+                                        lease_id=OTHER_ID))
+        self.assertEqual(at(6), self.entries()[1].end_date)
+
+    def test_on_end_with_another_projects_id_closes_its_own_without(self):
+        self.admit_create(lease(day(2), day(3), name='a', lease_id=LEASE_ID),
+                          project='proj-1')
+        self.admit_create(lease(day(4), day(5), name='b'))
+        self.admit_end(lease(day(4), day(5), name='b', lease_id=LEASE_ID))
+        self.assertEqual((['pending'], [('terminated', None)]),
+                         (self.states('proj-1'),
+                          [(row.state, row.lease_id)
+                           for row in self.entries()]))
+
+    def test_create_with_the_id_of_another_projects_entry_is_kept_without(
+            self):
+        self.admit_create(lease(day(2), day(3), name='a', lease_id=LEASE_ID),
+                          project='proj-1')
+        self.admit_create(lease(day(2), day(3), name='a', lease_id=LEASE_ID))
+        entry, = self.entries()
+        self.assertEqual(('pending', None), (entry.state, entry.lease_id))
+
+
+class TestOtherProjects(AdmissionTestCase):
+    """A request finds only the leases of its own project, whatever lease
+    ID it carries."""
+
+    def test_update_carrying_another_projects_id_does_not_move_it(self):
+        body = lease(day(2), day(3), hosts('a'), name='l', lease_id=LEASE_ID)
+        self.admit_create(body, project='proj-1')
+        self.assertRaises(lease_model.PayloadError, self.admit_update, body,
+                          body, project='proj-2')
+        self.assertEqual((1, []), (len(self.entries('proj-1')),
+                                   self.entries('proj-2')))
+
+    def test_on_end_carrying_another_projects_id_does_not_close_it(self):
+        body = lease(day(2), day(3), hosts('a'), name='l', lease_id=LEASE_ID)
+        self.admit_create(body, project='proj-1')
+        self.admit_end(body, project='proj-2')
+        self.assertEqual(['pending'], self.states('proj-1'))
+
+    def test_on_end_carrying_another_projects_id_refunds_nothing(self):
+        allocation = self.give_credits(100, project='proj-1')
+        body = lease(day(2), day(3), hosts('a'), name='l', lease_id=LEASE_ID)
+        with self.admit(admission.CHECK_CREATE, body,
+                        project='proj-1') as adm:
+            adm.price(store.to_micro(1), allocation)
+        self.admit_end(body, project='proj-2')
+        self.assertEqual(24.0, self.spent(allocation))
+
+
+class TestEndedLease(AdmissionTestCase):
+    """Blazar never updates an ended lease: an update after on-end is
+    denied, and the closed entry stays closed and charged as it was."""
+
+    def ended(self, allocation=None):
+        body = lease(day(2), day(4), hosts('a'), name='l', lease_id=LEASE_ID)
+        with self.admit(admission.CHECK_CREATE, body) as adm:
+            if allocation is not None:
+                adm.price(store.to_micro(1), allocation)
+        self.now = datetime.datetime(2026, 6, 3)
+        self.admit_end(body)
+        return body
+
+    def test_update_after_on_end_is_denied(self):
+        body = self.ended()
+        denial = self.assertRaises(
+            admission.Denied, self.admit_update, body,
+            lease(day(2), day(5), hosts('a'), name='l', lease_id=LEASE_ID))
+        self.assertEqual('Lease %s of project project-a has ended (on '
+                         '2026-06-03 00:00); an ended lease cannot be '
+                         'updated.' % LEASE_ID, str(denial))
+
+    def test_update_after_on_end_leaves_the_entry_closed(self):
+        body = self.ended()
+        before = [tuple(row) for row in self.entries()]
+        self.assertRaises(admission.Denied, self.admit_update, body, lease(
+            day(2), day(5), hosts('a'), name='l', lease_id=LEASE_ID))
+        self.assertEqual(before, [tuple(row) for row in self.entries()])
+
+    def test_update_after_on_end_charges_nothing(self):
+        allocation = self.give_credits(100)
+        body = self.ended(allocation)
+        self.assertRaises(admission.Denied, self.admit_update, body, lease(
+            day(2), day(5), hosts('a'), name='l', lease_id=LEASE_ID))
+        self.assertEqual(24.0, self.spent(allocation))
+
+    def test_second_on_end_after_a_refused_update_changes_nothing(self):
+        allocation = self.give_credits(100)
+        body = self.ended(allocation)
+        self.assertRaises(admission.Denied, self.admit_update, body, lease(
+            day(2), day(5), hosts('a'), name='l', lease_id=LEASE_ID))
+        before = [tuple(row) for row in self.entries()]
+        self.admit_end(body)
+        self.assertEqual((before, 24.0), ([tuple(row) for row in
+                                           self.entries()],
+                                          self.spent(allocation)))
+
+
+class TestEndedLeaseThroughFilters(AdmissionTestCase):
+    """The ledger's refusal is a filter denial (403), in a chain and for a
+    filter run alone (blazar-manager)."""
+
+    options = {('enforcement', 'credit_host_rate'): 1.0}
+
+    def ended(self, via):
+        self.give_credits(100)
+        body = lease(day(2), day(4), hosts('a'), name='l', lease_id=LEASE_ID)
+        self.create(body, via=via)
+        self.now = datetime.datetime(2026, 6, 3)
+        self.end(body, via=via)
+        return body
+
+    def test_update_after_on_end_is_denied_by_the_chain(self):
+        chain = self.chain('LeaseCountFilter', 'CreditFilter')
+        body = self.ended(chain)
+        message = self.assertDenied(self.update, body, lease(
+            day(2), day(5), hosts('a'), name='l', lease_id=LEASE_ID),
+            via=chain)
+        self.assertIn('an ended lease cannot be updated', message)
+
+    def test_update_after_on_end_is_denied_by_a_filter_run_alone(self):
+        alone = lease_count.LeaseCountFilter(self.conf,
+                                             services=self.services)
+        body = self.ended(alone)
+        denial = self.assertRaises(
+            filters_base.EnforcementDenied, self.update, body, lease(
+                day(2), day(5), hosts('a'), name='l', lease_id=LEASE_ID),
+            via=alone)
+        self.assertEqual('ledger', denial.filter_name)

@@ -1,0 +1,203 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The ledger store on a SQLite file: the lock order, window queries over
+entries of any length, lookups scoped to a project, lock timeouts."""
+
+import datetime
+import os
+import sqlite3
+
+import fixtures
+import sqlalchemy as sa
+
+from placement_quota.accounts import store as accounts_store
+from placement_quota.ledger import models
+from placement_quota.ledger import store
+from tests.builders import at
+from tests.builders import NOW
+from tests.unit.filters import base
+
+YEAR_9999 = datetime.datetime(9999, 12, 31)
+YEAR_1 = datetime.datetime(1, 1, 1)
+
+
+class TestLockOrder(base.LedgerTestCase):
+
+    def test_projects_come_first_then_accounts_pools_and_the_cloud(self):
+        self.assertEqual(
+            ['p', '*accounts', '*pool:gpu', '*'],
+            store.lock_order(['*', store.pool_lock('gpu'),
+                              models.ACCOUNTS_LOCK, 'p']))
+
+    def test_keys_of_one_kind_are_sorted_by_name(self):
+        self.assertEqual(['a', 'b', 'c', '*pool:x', '*pool:y'],
+                         store.lock_order(['c', '*pool:y', 'a', '*pool:x',
+                                           'b']))
+
+    def test_a_tree_root_sorts_with_the_projects_by_name(self):
+        # An admission of z-child names its own project first, a move
+        # names the accounts sorted: both take a-root first.
+        self.assertEqual(['a-root', 'z-child', '*'],
+                         store.lock_order(['z-child', 'a-root', '*']))
+
+    def test_each_lock_is_named_once(self):
+        self.assertEqual(['p', '*'], store.lock_order(['p', '*', 'p']))
+
+    def test_admin_api_accounts_lock_is_the_ledgers(self):
+        self.assertEqual(models.ACCOUNTS_LOCK, accounts_store.ACCOUNTS_LOCK)
+
+    def test_transaction_takes_its_locks_in_the_lock_order(self):
+        taken = []
+        original = store.Transaction._ensure_project
+
+        def spy(txn, key):
+            taken.append(key)
+            return original(txn, key)
+        self.useFixture(fixtures.MockPatchObject(
+            store.Transaction, '_ensure_project', spy))
+        with self.ledger.transaction(['*', 'z-child', 'a-root']):
+            pass
+        self.assertEqual(['a-root', 'z-child', '*'], taken)
+
+    def test_lock_sorting_before_a_held_one_is_refused(self):
+        with self.ledger.transaction(['z']) as txn:
+            error = self.assertRaises(store.LedgerError, txn.lock, ['a'])
+        self.assertIn('cannot be taken after z', str(error))
+
+    def test_lock_sorting_after_the_held_ones_is_taken(self):
+        with self.ledger.transaction(['a']) as txn:
+            txn.lock(['*'])
+            self.assertEqual(['a', '*'], txn.locked)
+
+
+class TestLockTimeout(base.LedgerTestCase):
+
+    def test_lock_held_too_long_is_a_lock_timeout_the_service_gives_up(self):
+        self.set(group='ledger', lock_timeout=1)
+        ledger = store.Ledger(self.conf.ledger.connection, lock_timeout=1)
+        self.addCleanup(ledger.dispose)
+        holder = sqlite3.connect(os.path.join(self.tmp, 'ledger.sqlite'),
+                                 isolation_level=None)
+        self.addCleanup(holder.close)
+        holder.execute('BEGIN IMMEDIATE')
+        self.addCleanup(holder.execute, 'ROLLBACK')
+
+        def locked():
+            with ledger.transaction(['p']):
+                pass
+        error = self.assertRaises(store.LockTimeout, locked)
+        self.assertIsInstance(error, store.LedgerUnavailable)
+        self.assertIn('waiting for the ledger lock of p', str(error))
+
+
+class EntriesTestCase(base.LedgerTestCase):
+
+    def insert_row(self, start, end, state='pending', project=None,
+                   duration_s=None, vcpus=4, lease_id=None):
+        """An entry written as any earlier version could have written it
+        (``duration_s`` unclamped), bypassing every check."""
+        values = dict(
+            project_id=project or self.project, lease_id=lease_id,
+            provisional_key='k-%s-%s' % (start, end), start_date=start,
+            end_date=end, effective_end=end, state=state,
+            duration_s=(int((end - start).total_seconds())
+                        if duration_s is None else duration_s),
+            amounts={'instances': 1, 'class:VCPU': vcpus},
+            instance_vcpus=vcpus, instance_memory_mb=0, instance_disk_gb=0,
+            instance_hosts='', lease={}, hourly_rate=0, charged=0,
+            created_at=NOW)
+        with self.ledger.engine.begin() as connection:
+            return connection.execute(
+                models.leases.insert().values(**values)
+            ).inserted_primary_key[0]
+
+    def instance_intervals(self, start, end):
+        with self.ledger.transaction() as txn:
+            return txn.instance_intervals(start, end)
+
+
+class TestInstanceIntervals(EntriesTestCase):
+
+    def test_denied_entry_ending_in_year_9999_breaks_no_window_query(self):
+        self.insert_row(at(2), YEAR_9999, state=models.DENIED)
+        self.assertEqual([], self.instance_intervals(at(2), at(3)))
+
+    def test_denied_entry_starting_in_year_1_breaks_no_window_query(self):
+        self.insert_row(YEAR_1, at(3), state=models.DENIED)
+        self.assertEqual([], self.instance_intervals(at(2), at(3)))
+
+    def test_live_entry_from_year_1_to_9999_breaks_no_window_query(self):
+        self.insert_row(YEAR_1, YEAR_9999)
+        self.assertEqual(1, len(self.instance_intervals(at(2), at(3))))
+
+    def test_live_entry_longer_than_any_bound_is_still_found(self):
+        row = self.insert_row(datetime.datetime(1900, 1, 1), at(3),
+                              duration_s=store.MAX_DURATION)
+        self.assertEqual([row], [r.id for i, r in
+                                 self.instance_intervals(at(2), at(3))])
+
+    def test_denied_entries_do_not_widen_the_window_query(self):
+        self.insert_row(at(1), YEAR_9999, state=models.DENIED)
+        self.insert_row(at(1), at(4))
+        statements = []
+
+        def record(conn, cursor, statement, parameters, context, many):
+            statements.append((statement, parameters))
+        sa.event.listen(self.ledger.engine, 'before_cursor_execute', record)
+        self.addCleanup(sa.event.remove, self.ledger.engine,
+                        'before_cursor_execute', record)
+        self.instance_intervals(at(2), at(3))
+        query = [p for s, p in statements if 'instance_hosts' in s][0]
+        # The bound is the live entry's 3 days, not the denied one's.
+        self.assertIn('2026-05-30 00:00:00.000000', query)
+
+
+class TestDuration(base.LedgerTestCase):
+
+    def test_duration_is_clamped_to_what_the_column_holds(self):
+        self.assertEqual(store.MAX_DURATION, store.duration(
+            {'start_date': NOW, 'end_date': YEAR_9999}))
+
+    def test_negative_duration_is_zero(self):
+        self.assertEqual(0, store.duration({'start_date': at(3),
+                                            'end_date': at(2)}))
+
+    def test_earliest_start_before_year_1_bounds_nothing(self):
+        self.assertIsNone(store.earliest_start(
+            at(2), int((YEAR_9999 - YEAR_1).total_seconds())))
+
+    def test_earliest_start_of_the_longest_duration_bounds_nothing(self):
+        self.assertIsNone(store.earliest_start(at(2), store.MAX_DURATION))
+
+    def test_earliest_start_is_the_start_less_the_duration(self):
+        self.assertEqual(at(1), store.earliest_start(at(2), 86400))
+
+
+class TestFind(EntriesTestCase):
+
+    def test_lease_id_of_another_project_finds_nothing(self):
+        self.insert_row(at(2), at(3), project='proj-1', lease_id='L1')
+        with self.ledger.transaction() as txn:
+            self.assertIsNone(txn.find('proj-2', 'L1', 'no-such-key'))
+
+    def test_lease_id_of_the_project_finds_its_entry(self):
+        row = self.insert_row(at(2), at(3), project='proj-1',
+                              lease_id='L1')
+        with self.ledger.transaction() as txn:
+            self.assertEqual(row, txn.find('proj-1', 'L1', 'x').id)
+
+    def test_lease_id_holder_is_found_in_any_project(self):
+        row = self.insert_row(at(2), at(3), project='proj-1',
+                              lease_id='L1')
+        with self.ledger.transaction() as txn:
+            self.assertEqual((row, 'proj-1'),
+                             tuple(txn.lease_id_holder('L1')))
