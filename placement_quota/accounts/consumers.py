@@ -16,10 +16,18 @@ the account as project. Every function takes the PlacementClient and turns
 Placement's failures into account errors: SourceUnavailable (Placement
 could not be read or refused a write), Invalid (a malformed consumer
 UUID), PreconditionFailed (a consumer changed during a move).
+
+Every value put in a Placement path is percent-encoded (:func:`path`), and
+a consumer UUID is checked to be one before any call: a consumer ID from a
+client must not reach another Placement resource (``../``) or add a query
+(``?``).
 """
 
 import concurrent.futures
 import functools
+import re
+from urllib import parse
+import uuid as uuid_lib
 
 from placement_quota.accounts import errors
 from placement_quota.accounts import moves
@@ -27,10 +35,40 @@ from placement_quota.placement import capacity
 from placement_quota.placement import client as placement_client
 
 
+_UUID_CHARS = re.compile(r'^[0-9a-fA-F-]{32,36}$')
+
+
+def is_uuid(value):
+    """True when ``value`` is a UUID as Placement takes one: 32 hex digits,
+    with or without hyphens."""
+    if not isinstance(value, str) or not _UUID_CHARS.match(value):
+        return False
+    try:
+        uuid_lib.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def path(template, *segments):
+    """``template`` with each of ``segments`` percent-encoded as one path
+    segment (``/``, ``?``, ``#``, ``%`` and ``.`` runs cannot escape it)."""
+    return template % tuple(parse.quote(str(s), safe='') for s in segments)
+
+
+def check_uuid(consumer_uuid):
+    """Raise Invalid (naming ``consumer_uuid``) unless it is a UUID."""
+    if not is_uuid(consumer_uuid):
+        raise errors.Invalid('consumer_uuid %r is not a UUID'
+                             % (consumer_uuid,), field='consumer_uuid',
+                             value=consumer_uuid)
+
+
 def read(client, consumer_uuid):
     """``GET /allocations/{uuid}``'s body, or None without allocations."""
+    check_uuid(consumer_uuid)
     try:
-        body = client.get('/allocations/%s' % consumer_uuid)
+        body = client.get(path('/allocations/%s', consumer_uuid))
     except placement_client.PlacementError as exc:
         if exc.status == 400:
             raise errors.Invalid('%s is not a consumer UUID: %s'
@@ -95,8 +133,8 @@ def of_account(client, account_id, workers, known=None):
             providers = client.get('/resource_providers')[
                 'resource_providers']
             uuids = set()
-            for body in pool.map(lambda p: client.get(
-                    '/resource_providers/%s/allocations' % p['uuid']),
+            for body in pool.map(lambda p: client.get(path(
+                    '/resource_providers/%s/allocations', p['uuid'])),
                     providers):
                 uuids.update(body.get('allocations') or {})
             found = owned(uuids)

@@ -32,9 +32,18 @@ Resources (``{account_id}`` percent-encoded, see
 The handlers are thin: parse, call :class:`~placement_quota.accounts.
 service.Accounts`, serialize. Its errors become HTTP answers through one
 table, :data:`STATUS`.
+
+Before authentication, :class:`RequestGuard` refuses what a web page could
+send: a ``Host`` the API does not answer to (DNS rebinding), and on
+state-changing calls an ``Origin`` not allowed or a body that is not JSON
+(cross-site requests). Request bodies are strict JSON: no ``NaN``,
+``Infinity``, or number too large for a float.
 """
 
+import ipaddress
 import json
+import math
+import socket
 from urllib import parse
 
 from keystonemiddleware import auth_token
@@ -44,11 +53,13 @@ from oslo_middleware import healthcheck
 from oslo_policy import policy as oslo_policy
 import webob
 
+from placement_quota.accounts import consumers
 from placement_quota.accounts import errors
 from placement_quota.accounts import ids
 from placement_quota.accounts import service
 from placement_quota.api import app as api_app
 from placement_quota.api import util
+from placement_quota.ledger import store as ledger_store
 from placement_quota import policies
 from placement_quota import services as services_mod
 
@@ -157,6 +168,38 @@ def _segment(text, field):
     return value
 
 
+def _consumer_uuid(text):
+    """The consumer UUID of a path segment: Placement's consumers are UUIDs,
+    and nothing else may reach a Placement URL."""
+    value = _segment(text, 'consumer_uuid')
+    if not consumers.is_uuid(value):
+        raise util.HTTPError(400, 'consumer_uuid %r is not a UUID' % value,
+                             field='consumer_uuid', value=value)
+    return value
+
+
+def _refuse_constant(name):
+    raise ValueError('%s is not a JSON number' % name)
+
+
+def _finite_float(text):
+    value = float(text)
+    if math.isinf(value):
+        raise ValueError('the number %s is too large' % text)
+    return value
+
+
+def loads(raw):
+    """A JSON request body (bytes), strictly: UTF-8, and no ``NaN``,
+    ``Infinity`` or number that overflows a float (400 naming the body)."""
+    try:
+        return json.loads(raw.decode('utf-8'), parse_constant=_refuse_constant,
+                          parse_float=_finite_float)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise util.HTTPError(400, 'The body is not JSON: %s' % exc,
+                             field='body')
+
+
 def _query(req, allowed):
     """The query parameters, each once, all in ``allowed``."""
     raw = req.environ.get('QUERY_STRING', '')
@@ -185,11 +228,13 @@ class AdminAPI:
     """The router and handlers of the admin API."""
 
     def __init__(self, accounts, enforcer, max_body_size=65536,
-                 trust_roles_header=False):
+                 trust_roles_header=False, noauth_roles=('admin',)):
         self.accounts = accounts
         self.enforcer = enforcer
         self.max_body_size = max_body_size
         self.trust_roles_header = trust_roles_header
+        self.noauth_roles = [r.strip() for r in noauth_roles if r.strip()]
+        self._noauth_ceiling = noauth_ceiling(self.noauth_roles)
 
     def __call__(self, environ, start_response):
         req = webob.Request(environ)
@@ -203,6 +248,12 @@ class AdminAPI:
         except ids.InvalidAccountId as exc:
             response = util.HTTPError(400, str(exc), field=exc.field,
                                       value=exc.value).response()
+        except ledger_store.LedgerUnavailable as exc:
+            LOG.error('%s %s: the ledger did not answer: %s', req.method,
+                      req.environ.get('PATH_INFO'), exc)
+            response = util.HTTPError(
+                503, 'The ledger database did not answer in time; try '
+                'again later: %s' % exc).response()
         LOG.debug('%s %s %s', req.method, req.environ.get('PATH_INFO'),
                   response.status_int)
         return response(environ, start_response)
@@ -259,16 +310,22 @@ class AdminAPI:
             key = rest[1]
             if len(rest) == 2:
                 return {'GET': lambda r: self.resource(
-                    r, a, kind, _segment(key, field))}
+                    r, a, kind, self._key(kind, key, field))}
             if rest[2:] == ['action', 'move']:
                 return self._move_routes(a, kind, key, field)
         return None
+
+    @staticmethod
+    def _key(kind, key, field):
+        if kind == 'consumer':
+            return _consumer_uuid(key)
+        return _segment(key, field)
 
     def _move_routes(self, account_id, kind=None, key=None, field=None):
         def target():
             if kind is None:
                 return {}
-            return {kind: _segment(key, field)}
+            return {kind: self._key(kind, key, field)}
         return {'GET': lambda r: self.move_action(r, account_id,
                                                   **target()),
                 'POST': lambda r: self.move(r, account_id, **target())}
@@ -288,13 +345,18 @@ class AdminAPI:
         """The policy credentials of a request, from the headers
         keystonemiddleware sets (oslo.context). Without Keystone
         (``trust_roles_header`` False), a request without ``X-Roles`` has
-        the ``admin`` role."""
+        the roles of ``noauth_roles``, and ``X-Roles`` only lowers them:
+        a role it names counts when :func:`noauth_ceiling` allows it."""
         context = oslo_context.RequestContext.from_environ(
             environ, overwrite=False)
-        if 'HTTP_X_ROLES' not in environ and not self.trust_roles_header:
-            context.roles = ['admin']
-        else:
-            context.roles = [r for r in context.roles if r]
+        roles = [r for r in context.roles if r]
+        if not self.trust_roles_header:
+            if 'HTTP_X_ROLES' not in environ:
+                roles = list(self.noauth_roles)
+            else:
+                roles = [r for r in roles
+                         if r.lower() in self._noauth_ceiling]
+        context.roles = roles
         return context.to_policy_values()
 
     def authorize(self, req, rule, account_id):
@@ -341,11 +403,7 @@ class AdminAPI:
     def put(self, req, account_id):
         self.authorize(req, policies.SET, account_id)
         raw = util.read_json_body(req, self.max_body_size)
-        try:
-            body = json.loads(raw.decode('utf-8')) if raw else {}
-        except (UnicodeDecodeError, ValueError) as exc:
-            raise util.HTTPError(400, 'The body is not JSON: %s' % exc,
-                                 field='body')
+        body = loads(raw) if raw else {}
         created, _account = self.accounts.put(account_id, body)
         document = self.accounts.show(account_id)
         location = '%s/v1/%s' % (req.application_url, ids.to_url(
@@ -354,13 +412,22 @@ class AdminAPI:
                                   dict(account_headers(document),
                                        Location=location))
 
+    def _no_body(self, req):
+        """An action takes no body; one sent must still be JSON (a form or
+        text body is what a web page would send)."""
+        raw = util.read_json_body(req, self.max_body_size)
+        if raw.strip():
+            loads(raw)
+
     def delete(self, req, account_id):
         self.authorize(req, policies.DELETE, account_id)
+        self._no_body(req)
         self.accounts.delete(account_id)
         return webob.Response(status=204, headerlist=[])
 
     def recover(self, req, account_id):
         self.authorize(req, policies.RECOVER, account_id)
+        self._no_body(req)
         self.accounts.recover(account_id)
         document = self.accounts.show(account_id)
         return util.json_response(200, document, account_headers(document))
@@ -382,6 +449,7 @@ class AdminAPI:
 
     def move(self, req, account_id, consumer=None, lease=None):
         self.authorize(req, policies.MOVE, account_id)
+        self._no_body(req)
         dest = _query(req, ('dest',)).get('dest')
         if_match = req.environ.get('HTTP_IF_MATCH')
         action = self.accounts.move(account_id, dest, consumer, lease,
@@ -406,14 +474,169 @@ def make_admin_app(conf, services=None, accounts=None, enforcer=None):
             services or services_mod.Services(conf))
     if enforcer is None:
         enforcer = policies.enforcer(conf)
-    keystone = conf.admin_api.auth_strategy == 'keystone'
-    app = AdminAPI(accounts, enforcer, conf.admin_api.max_request_body_size,
-                   trust_roles_header=keystone)
+    group = conf.admin_api
+    keystone = group.auth_strategy == 'keystone'
+    app = AdminAPI(accounts, enforcer, group.max_request_body_size,
+                   trust_roles_header=keystone,
+                   noauth_roles=group.noauth_roles)
     if keystone:
         util.check_keystone_authtoken(conf)
         app = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
     public = {'/healthcheck': healthcheck.Healthcheck(None, {'backends': ''})}
-    return api_app.RequestId(api_app.FaultBarrier(_Public(public, app)))
+    guard = RequestGuard(
+        _Public(public, app),
+        group.allowed_hosts or default_allowed_hosts(group.bind_host),
+        group.allowed_origins, unchecked=tuple(public))
+    return api_app.RequestId(api_app.FaultBarrier(guard))
+
+
+#: The roles each of Keystone's default roles implies.
+IMPLIED_ROLES = {'admin': ('member', 'reader'), 'member': ('reader',)}
+
+
+def noauth_ceiling(roles):
+    """The roles an ``X-Roles`` header may name under noauth when the API
+    grants ``roles``: those and the roles they imply (lower case)."""
+    ceiling = set()
+    for role in roles:
+        role = role.lower()
+        ceiling.add(role)
+        ceiling.update(IMPLIED_ROLES.get(role, ()))
+    return frozenset(ceiling)
+
+
+def default_allowed_hosts(bind_host):
+    """``[admin_api] allowed_hosts`` when empty: the bind host (unless it
+    is every address), the names of loopback, and this host's name."""
+    hosts = ['localhost', '127.0.0.1', '::1', socket.gethostname()]
+    if bind_host and bind_host not in ('0.0.0.0', '::'):
+        hosts.insert(0, bind_host)
+    return hosts
+
+
+def _split_host(text):
+    """``(host, port or None)`` of a Host header or an allowed_hosts
+    entry, host in lower case without a final dot; ValueError if it is no
+    host."""
+    text = text.strip().lower()
+    if text.startswith('['):
+        host, bracket, rest = text[1:].partition(']')
+        if not bracket or (rest and not rest.startswith(':')):
+            raise ValueError(text)
+        port = rest[1:] or None
+    elif text.count(':') > 1:         # a bare IPv6 address (configuration)
+        host, port = text, None
+    else:
+        host, _, port = text.partition(':')
+        port = port or None
+    if port is not None and not port.isdigit():
+        raise ValueError(text)
+    host = host.rstrip('.')
+    if not host or any(c in host for c in ' /\\@?#'):
+        raise ValueError(text)
+    return host, port
+
+
+def _is_ip(host):
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+class RequestGuard:
+    """What a web page could send is refused before authentication.
+
+    * ``Host`` must name this service (``[admin_api] allowed_hosts``): a
+      page that points a name of its own at this host (DNS rebinding)
+      sends that name. 400.
+    * A state-changing call (``PUT``, ``POST``, ``DELETE``) carrying an
+      ``Origin`` not in ``allowed_origins`` (browsers add it to cross-site
+      requests) is refused with 403, and one with a body or a
+      ``Content-Type`` other than ``application/json`` (what an HTML form
+      or a simple cross-site request can send) with 415.
+    """
+
+    STATE_CHANGING = frozenset(('PUT', 'POST', 'DELETE', 'PATCH'))
+
+    def __init__(self, app, allowed_hosts, allowed_origins=(),
+                 unchecked=()):
+        self.app = app
+        self.any_host = '*' in allowed_hosts
+        self.hosts = set()
+        self.host_ports = set()
+        for entry in allowed_hosts:
+            if entry.strip() in ('', '*'):
+                continue
+            host, port = _split_host(entry)
+            (self.hosts if port is None else self.host_ports).add(
+                host if port is None else (host, port))
+        self.origins = {o.strip().lower().rstrip('/')
+                        for o in allowed_origins if o.strip()}
+        self.unchecked = frozenset(unchecked)
+
+    def __call__(self, environ, start_response):
+        try:
+            self.check(environ)
+        except util.HTTPError as exc:
+            LOG.warning('Refused %s %s from %s: %s',
+                        environ.get('REQUEST_METHOD'),
+                        environ.get('PATH_INFO'), environ.get('REMOTE_ADDR'),
+                        exc)
+            return exc.response()(environ, start_response)
+        return self.app(environ, start_response)
+
+    def check(self, environ):
+        if environ.get('PATH_INFO', '').rstrip('/') in self.unchecked:
+            return
+        self.check_host(environ.get('HTTP_HOST'))
+        if environ.get('REQUEST_METHOD') in self.STATE_CHANGING:
+            self.check_origin(environ.get('HTTP_ORIGIN'))
+            self.check_content_type(environ)
+
+    def check_host(self, value):
+        if value is None or self.any_host:
+            return
+        try:
+            host, port = _split_host(value)
+        except ValueError:
+            raise util.HTTPError(400, 'The Host header %r is not a host'
+                                 % value, field='Host', value=value)
+        if host in self.hosts or (host, port) in self.host_ports or \
+                _is_ip(host):
+            return
+        raise util.HTTPError(
+            400, 'The Host header %r does not name this service; the admin '
+            'API answers to %s ([admin_api] allowed_hosts) and to IP '
+            'addresses' % (value, ', '.join(sorted(
+                self.hosts | {'%s:%s' % hp for hp in self.host_ports}))),
+            field='Host', value=value)
+
+    def check_origin(self, origin):
+        if origin is None or origin.strip().lower().rstrip('/') in \
+                self.origins:
+            return
+        raise util.HTTPError(
+            403, 'Origin %r may not change accounts: a state-changing call '
+            'from a web page needs its origin in [admin_api] '
+            'allowed_origins' % origin, field='Origin', value=origin)
+
+    @staticmethod
+    def check_content_type(environ):
+        content_type = environ.get('CONTENT_TYPE', '')
+        media_type = content_type.split(';', 1)[0].strip().lower()
+        length = environ.get('CONTENT_LENGTH', '').strip()
+        has_body = (length not in ('', '0') or
+                    'HTTP_TRANSFER_ENCODING' in environ)
+        if media_type == util.JSON or not (media_type or has_body):
+            return
+        raise util.HTTPError(
+            415, 'A %s to the admin API takes a JSON body or none: '
+            'Content-Type must be %s, not %s'
+            % (environ.get('REQUEST_METHOD'), util.JSON,
+               repr(content_type) if content_type else 'missing with a '
+               'body'), field='Content-Type', value=content_type)
 
 
 class _Public:

@@ -13,6 +13,8 @@
 the check of the Keystone options."""
 
 import json
+import math
+import socket
 
 import webob
 
@@ -32,12 +34,33 @@ class HTTPError(Exception):
         return json_response(self.status, self.body, self.headers)
 
 
+def dumps(document):
+    """Strict JSON (RFC 8259) of ``document``: a float that is not finite
+    (which ``json.dumps`` would write as the non-JSON ``NaN``, ``Infinity``
+    or ``-Infinity``) is written as that word, in a string."""
+    try:
+        return json.dumps(document, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(document), allow_nan=False)
+
+
+def _finite(value):
+    if isinstance(value, float) and not math.isfinite(value):
+        return 'NaN' if math.isnan(value) else (
+            'Infinity' if value > 0 else '-Infinity')
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
 def json_response(status, body=None, headers=None):
     response = webob.Response(status=status, headerlist=[])
     if body is not None:
         response.content_type = JSON
         response.charset = 'utf-8'
-        response.body = json.dumps(body).encode('utf-8')
+        response.body = dumps(body).encode('utf-8')
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response
@@ -90,9 +113,13 @@ def read_json_body(req, limit):
 
 
 def _read(req, size):
-    """Read the body; a client that stalls or drops is a bad request."""
+    """Read the body; a client that stalls past the server's request read
+    deadline gets 408, one that drops or sends garbage 400."""
     try:
         return req.body_file_raw.read(size)
+    except socket.timeout:
+        raise HTTPError(408, 'The request body did not arrive in time (the '
+                        'server\'s request_read_timeout)', field='body')
     except (OSError, ValueError) as exc:
         raise HTTPError(400, 'The request body could not be read: %s'
                         % (exc or type(exc).__name__), field='body')

@@ -14,6 +14,12 @@ mod_wsgi or gunicorn (one process per worker, threads inside).
 
 Configuration files come from ``PLACEMENT_QUOTA_CONFIG_FILES`` (paths
 separated by ``;``), or the usual places when it is unset.
+
+What ``placement-quota serve``'s own server does against slow and malformed
+clients (the whole-request read deadline, the bounded queue, refusing
+``Transfer-Encoding`` with ``Content-Length``: see ``doc/source/api.rst``,
+"The HTTP server") is then the WSGI server's to do: configure its request
+timeouts and framing rules (or put httpd or nginx in front).
 """
 
 import os

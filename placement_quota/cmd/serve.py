@@ -12,8 +12,11 @@
 """``placement-quota serve``: run the enforcement service, and the account
 admin API on its own port."""
 
+import ipaddress
 import logging as std_logging
 import signal
+import socket
+import sys
 import threading
 
 from cliff import command
@@ -29,6 +32,8 @@ from placement_quota.limits import sources as limit_sources
 from placement_quota import wsgi_server
 
 LOG = logging.getLogger(__name__)
+
+_UNPROTECTED = ' -- WARNING: no authentication beyond loopback'
 
 
 def load_chain(conf, services):
@@ -47,6 +52,47 @@ def build(conf, services):
         return chain, api_app.make_app(conf, chain)
     except ValueError as exc:
         main.fail('configuration error: %s' % exc)
+
+
+def is_loopback(host):
+    """True when ``host`` (an address or a name) reaches only this
+    machine: every address it resolves to is a loopback one."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return False
+    return bool(infos) and all(
+        ipaddress.ip_address(info[4][0].split('%', 1)[0]).is_loopback
+        for info in infos)
+
+
+def noauth_exposure(what, host, auth_strategy):
+    """The warning for ``what`` served without authentication on ``host``
+    beyond loopback, or None."""
+    if auth_strategy != 'noauth' or is_loopback(host):
+        return None
+    return ('%s listens on %s, beyond loopback, with auth_strategy = noauth: '
+            'anyone who reaches that address can call it without '
+            'credentials. Bind it to 127.0.0.1, or set auth_strategy = '
+            'keystone.' % (what, host))
+
+
+def _logs_to_stderr():
+    return any(isinstance(handler, std_logging.StreamHandler) and
+               getattr(handler, 'stream', None) is sys.stderr
+               for handler in std_logging.getLogger().handlers)
+
+
+def _warn(message):
+    """A WARNING in the log, and on stderr when the log goes elsewhere."""
+    LOG.warning('%s', message)
+    if not _logs_to_stderr():
+        sys.stderr.write('WARNING: %s\n' % message)
+        sys.stderr.flush()
 
 
 class Serve(command.Command):
@@ -85,7 +131,9 @@ class Serve(command.Command):
         server = wsgi_server.WSGIServer(
             app, host=conf.admin_api.bind_host, port=port,
             threads=conf.admin_api.threads,
-            timeout=conf.api.client_socket_timeout)
+            timeout=conf.api.client_socket_timeout,
+            request_read_timeout=conf.admin_api.request_read_timeout,
+            request_queue_size=conf.admin_api.request_queue_size)
         try:
             server.start()
         except OSError as exc:
@@ -108,19 +156,32 @@ class Serve(command.Command):
         admin_server = self._admin_server(conf, services, admin_port)
         server = wsgi_server.WSGIServer(
             app, host=host, port=port, threads=conf.api.threads,
-            timeout=conf.api.client_socket_timeout)
+            timeout=conf.api.client_socket_timeout,
+            request_read_timeout=conf.api.request_read_timeout,
+            request_queue_size=conf.api.request_queue_size)
+        exposed = noauth_exposure('The enforcement service', host,
+                                  conf.api.auth_strategy)
+        admin_exposed = admin_server and noauth_exposure(
+            'The account admin API', conf.admin_api.bind_host,
+            conf.admin_api.auth_strategy)
 
         def ready(srv):
+            for warning in (exposed, admin_exposed):
+                if warning:
+                    _warn(warning)
             self.app.stdout.write(
                 'placement-quota enforcement service listening on %s/v1/ '
-                '(auth: %s; filters: %s; %d threads)\n'
+                '(auth: %s%s; filters: %s; %d threads)\n'
                 % (srv.url, conf.api.auth_strategy,
+                   _UNPROTECTED if exposed else '',
                    ', '.join(chain.names) or 'none', conf.api.threads))
             if admin_server is not None:
                 self.app.stdout.write(
                     'placement-quota account admin API listening on %s/v1/ '
-                    '(auth: %s)\n' % (admin_server.url,
-                                      conf.admin_api.auth_strategy))
+                    '(auth: %s%s)\n' % (admin_server.url,
+                                        conf.admin_api.auth_strategy,
+                                        _UNPROTECTED if admin_exposed
+                                        else ''))
             self.app.stdout.flush()
 
         def stop(signum, frame):

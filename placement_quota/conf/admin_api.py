@@ -25,9 +25,9 @@ GROUP = cfg.OptGroup(
 opts = [
     cfg.StrOpt(
         'auth_strategy', default='noauth', choices=[
-            ('noauth', 'No authentication; every caller is an '
-                       'administrator. Only for the embedded default on '
-                       'loopback.'),
+            ('noauth', 'No authentication; every caller has the roles '
+                       'of noauth_roles (by default admin). Only for the '
+                       'embedded default on loopback.'),
             ('keystone', 'keystonemiddleware auth_token validates the '
                          'X-Auth-Token of each request (the '
                          '[keystone_authtoken] section), and the policy '
@@ -48,6 +48,41 @@ opts = [
         'max_request_body_size', default=65536, min=1024,
         help='Largest request body the admin API accepts, in bytes (413 '
              'above it).'),
+    cfg.ListOpt(
+        'noauth_roles', default=['admin'],
+        help='With auth_strategy = noauth: the roles of a request, which '
+             'the policy rules then check (the rules default to the admin '
+             'role). An X-Roles header can lower them, never raise them: '
+             'a role it names counts only when these roles grant it or a '
+             'role implying it (as Keystone\'s default roles do: admin '
+             'implies member, member implies reader). Set it to reader, '
+             'for example, to make a noauth admin API read-only.'),
+    cfg.ListOpt(
+        'allowed_hosts', default=[],
+        help='Host names the admin API answers to: a request whose Host '
+             'header names another host is refused with 400, so that a web '
+             'page cannot reach the API through a name of its own that it '
+             'points at this host (DNS rebinding). An entry may carry a '
+             'port (admin.example.org:8791) to allow that port only; * '
+             'allows any host. Empty (the default): bind_host, localhost, '
+             'and this host\'s name. An IP address is always accepted (a '
+             'page cannot rebind one), and /healthcheck is not checked.'),
+    cfg.ListOpt(
+        'allowed_origins', default=[],
+        help='Web origins (scheme://host[:port]) allowed to send '
+             'state-changing calls (PUT, POST, DELETE): such a call '
+             'carrying another Origin header, as a browser adds to a '
+             'cross-site request, is refused with 403. Empty (the '
+             'default): no browser page may change accounts; clients that '
+             'send no Origin (the CLI, curl, SDKs) are not affected.'),
+    cfg.IntOpt(
+        'request_read_timeout', default=10, min=1,
+        help='Seconds within which a request (its line, headers and body) '
+             'must have arrived; see [api] request_read_timeout.'),
+    cfg.IntOpt(
+        'request_queue_size', default=32, min=1,
+        help='The listen backlog of the admin API, and how many complete '
+             'requests may wait for a free thread (503 beyond).'),
 ]
 
 

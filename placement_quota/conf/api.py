@@ -45,11 +45,25 @@ opts = [
         help='Worker threads of the WSGI server: requests handled at once.'),
     cfg.IntOpt(
         'client_socket_timeout', default=10, min=1,
-        help='Seconds an idle or slow client connection is kept open. Each '
-             'open connection holds one of the threads, so a client that '
-             'sends slowly holds it this long; behind untrusted networks '
-             'put a front server (httpd, nginx, uWSGI) before the '
-             'service.'),
+        help='Seconds an idle keep-alive connection is kept open, and the '
+             'longest wait for any one read or write of a client '
+             'connection.'),
+    cfg.IntOpt(
+        'request_read_timeout', default=10, min=1,
+        help='Seconds within which a request (its line, headers and body) '
+             'must have arrived, counted from its first byte (from the '
+             'accept for a new connection); a request still incomplete '
+             'then is answered 408 and its connection closed. Request '
+             'heads, and bodies of up to 64 KiB, are read before the '
+             'request takes a thread, so clients sending slowly hold no '
+             'thread; a larger or chunked body holds one for at most this '
+             'long. Behind untrusted networks still put a front server '
+             '(httpd, nginx) before the service.'),
+    cfg.IntOpt(
+        'request_queue_size', default=128, min=1,
+        help='The listen backlog, and how many complete requests may wait '
+             'for a free thread; beyond it a request is answered 503 at '
+             'once instead of waiting.'),
     cfg.IntOpt(
         'max_request_body_size', default=1048576, min=1024,
         help='Largest request body accepted, in bytes; a larger one is '

@@ -18,6 +18,7 @@ import webob
 
 from placement_quota.accounts import errors
 from placement_quota.api import admin
+from placement_quota.ledger import store as ledger_store
 from placement_quota import policies
 
 
@@ -83,14 +84,21 @@ class TestStatusTable(testtools.TestCase):
             'over', over_limits=[])), Enforcer()))
         self.assertEqual(409, response.status_int)
 
+    def test_a_ledger_that_does_not_answer_is_a_503_in_json(self):
+        response = get(admin.AdminAPI(FailingAccounts(
+            ledger_store.LedgerUnavailable('frozen')), Enforcer()))
+        self.assertEqual(503, response.status_int)
+        self.assertIn('did not answer in time', response.json['message'])
+
 
 class TestCredentials(testtools.TestCase):
 
     def credentials(self, headers=None, trust_roles_header=False,
-                    allowed=True):
+                    allowed=True, **kwargs):
         enforcer = Enforcer(allowed)
         app = admin.AdminAPI(FailingAccounts(errors.NotFound('m')),
-                             enforcer, trust_roles_header=trust_roles_header)
+                             enforcer, trust_roles_header=trust_roles_header,
+                             **kwargs)
         response = get(app, headers=headers)
         return response, enforcer.calls[0]
 
@@ -102,6 +110,27 @@ class TestCredentials(testtools.TestCase):
         _, (_, _, credentials) = self.credentials(
             {'X-Roles': 'reader, member,'})
         self.assertEqual(['reader', 'member'], credentials['roles'])
+
+    def test_noauth_request_without_roles_header_has_the_noauth_roles(self):
+        _, (_, _, credentials) = self.credentials(
+            noauth_roles=['reader', 'auditor'])
+        self.assertEqual(['reader', 'auditor'], credentials['roles'])
+
+    def test_noauth_roles_header_cannot_add_a_role_not_granted(self):
+        _, (_, _, credentials) = self.credentials(
+            {'X-Roles': 'admin,member,reader'}, noauth_roles=['reader'])
+        self.assertEqual(['reader'], credentials['roles'])
+
+    def test_noauth_roles_header_keeps_the_roles_admin_implies(self):
+        _, (_, _, credentials) = self.credentials(
+            {'X-Roles': 'Member,reader,service'}, noauth_roles=['admin'])
+        self.assertEqual(['Member', 'reader'], credentials['roles'])
+
+    def test_noauth_roles_do_not_apply_under_keystone(self):
+        _, (_, _, credentials) = self.credentials(
+            {'X-Roles': 'admin'}, trust_roles_header=True,
+            noauth_roles=['reader'])
+        self.assertEqual(['admin'], credentials['roles'])
 
     def test_keystone_request_without_roles_header_has_no_role(self):
         _, (_, _, credentials) = self.credentials(trust_roles_header=True)
