@@ -29,21 +29,19 @@ Resources (``{account_id}`` percent-encoded, see
     GET                  /v1/{account_id}/leases/{lease_id}
     GET|POST             /v1/{account_id}/leases/{lease_id}/action/move?dest=
 
-The handlers are thin: parse, call :class:`~placement_quota.accounts.
-service.Accounts`, serialize. Its errors become HTTP answers through one
-table, :data:`STATUS`.
+The handlers are thin: parse (:mod:`placement_quota.api.admin_http`:
+raw path, query, strict JSON bodies, ``X-Account-*`` headers), call
+:class:`~placement_quota.accounts.service.Accounts`, serialize. Its errors
+become HTTP answers through one table, :data:`STATUS`.
 
-Before authentication, :class:`RequestGuard` refuses what a web page could
-send: a ``Host`` the API does not answer to (DNS rebinding), and on
-state-changing calls an ``Origin`` not allowed or a body that is not JSON
-(cross-site requests). Request bodies are strict JSON: no ``NaN``,
-``Infinity``, or number too large for a float.
+Before authentication, :class:`~placement_quota.api.admin_guard.
+RequestGuard` refuses what a web page could send: a ``Host`` the API does
+not answer to (DNS rebinding), and on state-changing calls an ``Origin``
+not allowed or a body that is not JSON (cross-site requests). Request
+bodies are strict JSON: no ``NaN``, ``Infinity``, or number too large for
+a float.
 """
 
-import ipaddress
-import json
-import math
-import socket
 from urllib import parse
 
 from keystonemiddleware import auth_token
@@ -53,20 +51,18 @@ from oslo_middleware import healthcheck
 from oslo_policy import policy as oslo_policy
 import webob
 
-from placement_quota.accounts import consumers
 from placement_quota.accounts import errors
 from placement_quota.accounts import ids
 from placement_quota.accounts import service
+from placement_quota.api import admin_guard
+from placement_quota.api import admin_http
 from placement_quota.api import app as api_app
 from placement_quota.api import util
-from placement_quota.ledger import store as ledger_store
+from placement_quota.ledger import errors as ledger_errors
 from placement_quota import policies
 from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
-
-HEADER_PREFIX = 'X-Account-'
-_UNSAFE = "!$&'()*+,;=:@"
 
 #: The HTTP status of each account error (the nearest class in the error's
 #: MRO wins: OverLimit is a Conflict).
@@ -88,140 +84,6 @@ def status_of(error):
         if cls in STATUS:
             return STATUS[cls]
     raise TypeError('%s is not an account error' % type(error).__name__)
-
-
-def _encode(text):
-    """A header value: percent-encoded, so that any account ID or
-    metadata value fits HTTP's latin-1 headers."""
-    return parse.quote(str(text), safe=_UNSAFE + ' ')
-
-
-def _pairs(mapping):
-    return ', '.join('%s=%s' % (_encode(k).replace(',', '%2C')
-                                .replace('=', '%3D'),
-                                _encode(v).replace(',', '%2C'))
-                     for k, v in sorted(mapping.items()))
-
-
-def account_headers(document):
-    """The ``X-Account-*`` headers of a GET representation: what HEAD
-    answers, and GET too."""
-    headers = {
-        'Id': _encode(document['id']),
-        'Parent-Id': _encode(document['parent_id'] or ''),
-        'Generation': str(document['generation']),
-        'Limits': _pairs(document['limits']),
-        'Metadata': _pairs(document['metadata']),
-        'Children': ', '.join(_encode(c).replace(',', '%2C')
-                              for c in document['children']),
-        'Created-At': document['created_at'],
-        'Updated-At': document['updated_at'] or '',
-    }
-    usage = document.get('usage') or {}
-    if 'placement' in usage:
-        headers['Usage'] = _pairs(usage['placement']['resources'])
-        headers['Consumers'] = _pairs(usage['placement']['consumers'])
-    if 'reservations' in usage:
-        reserved = usage['reservations']
-        headers['Reserved'] = _pairs(reserved['now'])
-        headers['Reserved-Peak'] = _pairs(
-            {r: p['amount'] for r, p in reserved['peak'].items()})
-        headers['Leases'] = _pairs({'pending': reserved['pending'],
-                                    'active': reserved['active']})
-    return {HEADER_PREFIX + k: v for k, v in headers.items()}
-
-
-class Path:
-    """The parts of an admin API path, decoded from the raw URL."""
-
-    def __init__(self, account_id, rest):
-        self.account_id = account_id
-        self.rest = rest
-
-
-def _raw_path(environ):
-    """The path as the client encoded it (``%2F`` still encoded), without
-    the script name."""
-    raw = environ.get('RAW_URI') or environ.get('REQUEST_URI')
-    if raw is None:
-        return parse.quote(environ.get('PATH_INFO', '').encode('latin-1'),
-                           safe='/' + _UNSAFE)
-    raw = raw.split('?', 1)[0]
-    if '://' in raw:                     # absolute-form request target
-        raw = '/' + raw.split('://', 1)[1].partition('/')[2]
-    script = parse.quote(environ.get('SCRIPT_NAME', ''), safe='/')
-    if script and raw.startswith(script):
-        raw = raw[len(script):]
-    return raw
-
-
-def _segment(text, field):
-    """A decoded path segment other than the account ID."""
-    try:
-        value = parse.unquote(text, errors='strict')
-    except UnicodeDecodeError:
-        raise util.HTTPError(400, '%s %r is not percent-encoded UTF-8'
-                             % (field, text), field=field, value=text)
-    if not value:
-        raise util.HTTPError(400, '%s must not be empty' % field,
-                             field=field)
-    return value
-
-
-def _consumer_uuid(text):
-    """The consumer UUID of a path segment: Placement's consumers are UUIDs,
-    and nothing else may reach a Placement URL."""
-    value = _segment(text, 'consumer_uuid')
-    if not consumers.is_uuid(value):
-        raise util.HTTPError(400, 'consumer_uuid %r is not a UUID' % value,
-                             field='consumer_uuid', value=value)
-    return value
-
-
-def _refuse_constant(name):
-    raise ValueError('%s is not a JSON number' % name)
-
-
-def _finite_float(text):
-    value = float(text)
-    if math.isinf(value):
-        raise ValueError('the number %s is too large' % text)
-    return value
-
-
-def loads(raw):
-    """A JSON request body (bytes), strictly: UTF-8, and no ``NaN``,
-    ``Infinity`` or number that overflows a float (400 naming the body)."""
-    try:
-        return json.loads(raw.decode('utf-8'), parse_constant=_refuse_constant,
-                          parse_float=_finite_float)
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise util.HTTPError(400, 'The body is not JSON: %s' % exc,
-                             field='body')
-
-
-def _query(req, allowed):
-    """The query parameters, each once, all in ``allowed``."""
-    raw = req.environ.get('QUERY_STRING', '')
-    try:
-        pairs = parse.parse_qsl(raw, keep_blank_values=True,
-                                strict_parsing=False, errors='strict')
-    except (UnicodeDecodeError, ValueError):
-        raise util.HTTPError(400, 'The query string %r is not percent-'
-                             'encoded UTF-8' % raw, field='query',
-                             value=raw)
-    found = {}
-    for name, value in pairs:
-        if name not in allowed:
-            raise util.HTTPError(
-                400, 'Unknown query parameter %r; this resource takes %s'
-                % (name, ', '.join(allowed) or 'none'), field=name,
-                value=value)
-        if name in found:
-            raise util.HTTPError(400, 'Query parameter %s given twice'
-                                 % name, field=name, value=value)
-        found[name] = value
-    return found
 
 
 class AdminAPI:
@@ -248,7 +110,7 @@ class AdminAPI:
         except ids.InvalidAccountId as exc:
             response = util.HTTPError(400, str(exc), field=exc.field,
                                       value=exc.value).response()
-        except ledger_store.LedgerUnavailable as exc:
+        except ledger_errors.LedgerUnavailable as exc:
             LOG.error('%s %s: the ledger did not answer: %s', req.method,
                       req.environ.get('PATH_INFO'), exc)
             response = util.HTTPError(
@@ -261,7 +123,7 @@ class AdminAPI:
     # --- routing ----------------------------------------------------------
 
     def _dispatch(self, req):
-        raw = _raw_path(req.environ)
+        raw = admin_http.raw_path(req.environ)
         parts = raw.split('/')
         if raw in ('', '/'):
             return self._only(req, ('GET',), self.versions)
@@ -318,8 +180,8 @@ class AdminAPI:
     @staticmethod
     def _key(kind, key, field):
         if kind == 'consumer':
-            return _consumer_uuid(key)
-        return _segment(key, field)
+            return admin_http.consumer_uuid(key)
+        return admin_http.segment(key, field)
 
     def _move_routes(self, account_id, kind=None, key=None, field=None):
         def target():
@@ -390,26 +252,26 @@ class AdminAPI:
         self.authorize(req, policies.SHOW, account_id)
         document = self.accounts.show(account_id)
         return util.json_response(200, document,
-                                  account_headers(document))
+                                  admin_http.account_headers(document))
 
     def head(self, req, account_id):
         self.authorize(req, policies.SHOW, account_id)
         document = self.accounts.show(account_id)
         response = webob.Response(status=204, headerlist=[])
-        for name, value in account_headers(document).items():
+        for name, value in admin_http.account_headers(document).items():
             response.headers[name] = value
         return response
 
     def put(self, req, account_id):
         self.authorize(req, policies.SET, account_id)
         raw = util.read_json_body(req, self.max_body_size)
-        body = loads(raw) if raw else {}
+        body = admin_http.loads(raw) if raw else {}
         created, _account = self.accounts.put(account_id, body)
         document = self.accounts.show(account_id)
         location = '%s/v1/%s' % (req.application_url, ids.to_url(
             account_id))
         return util.json_response(201 if created else 202, document,
-                                  dict(account_headers(document),
+                                  dict(admin_http.account_headers(document),
                                        Location=location))
 
     def _no_body(self, req):
@@ -417,7 +279,7 @@ class AdminAPI:
         text body is what a web page would send)."""
         raw = util.read_json_body(req, self.max_body_size)
         if raw.strip():
-            loads(raw)
+            admin_http.loads(raw)
 
     def delete(self, req, account_id):
         self.authorize(req, policies.DELETE, account_id)
@@ -430,7 +292,8 @@ class AdminAPI:
         self._no_body(req)
         self.accounts.recover(account_id)
         document = self.accounts.show(account_id)
-        return util.json_response(200, document, account_headers(document))
+        return util.json_response(200, document,
+                                  admin_http.account_headers(document))
 
     def resource(self, req, account_id, kind, key):
         self.authorize(req, policies.SHOW, account_id)
@@ -442,7 +305,7 @@ class AdminAPI:
 
     def move_action(self, req, account_id, consumer=None, lease=None):
         self.authorize(req, policies.MOVE, account_id)
-        dest = _query(req, ('dest',)).get('dest')
+        dest = admin_http.query(req, ('dest',)).get('dest')
         action = self.accounts.move_action(account_id, dest, consumer, lease)
         return util.json_response(200, action.document,
                                   {'ETag': action.etag})
@@ -450,7 +313,7 @@ class AdminAPI:
     def move(self, req, account_id, consumer=None, lease=None):
         self.authorize(req, policies.MOVE, account_id)
         self._no_body(req)
-        dest = _query(req, ('dest',)).get('dest')
+        dest = admin_http.query(req, ('dest',)).get('dest')
         if_match = req.environ.get('HTTP_IF_MATCH')
         action = self.accounts.move(account_id, dest, consumer, lease,
                                     if_match=if_match)
@@ -483,10 +346,11 @@ def make_admin_app(conf, services=None, accounts=None, enforcer=None):
         util.check_keystone_authtoken(conf)
         app = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
     public = {'/healthcheck': healthcheck.Healthcheck(None, {'backends': ''})}
-    guard = RequestGuard(
-        _Public(public, app),
-        group.allowed_hosts or default_allowed_hosts(group.bind_host),
-        group.allowed_origins, unchecked=tuple(public))
+    hosts = (group.allowed_hosts or
+             admin_guard.default_allowed_hosts(group.bind_host))
+    guard = admin_guard.RequestGuard(
+        _Public(public, app), hosts, group.allowed_origins,
+        unchecked=tuple(public))
     return api_app.RequestId(api_app.FaultBarrier(guard))
 
 
@@ -505,140 +369,6 @@ def noauth_ceiling(roles):
     return frozenset(ceiling)
 
 
-def default_allowed_hosts(bind_host):
-    """``[admin_api] allowed_hosts`` when empty: the bind host (unless it
-    is every address), the names of loopback, and this host's name."""
-    hosts = ['localhost', '127.0.0.1', '::1', socket.gethostname()]
-    if bind_host and bind_host not in ('0.0.0.0', '::'):
-        hosts.insert(0, bind_host)
-    return hosts
-
-
-def _split_host(text):
-    """``(host, port or None)`` of a Host header or an allowed_hosts
-    entry, host in lower case without a final dot; ValueError if it is no
-    host."""
-    text = text.strip().lower()
-    if text.startswith('['):
-        host, bracket, rest = text[1:].partition(']')
-        if not bracket or (rest and not rest.startswith(':')):
-            raise ValueError(text)
-        port = rest[1:] or None
-    elif text.count(':') > 1:         # a bare IPv6 address (configuration)
-        host, port = text, None
-    else:
-        host, _, port = text.partition(':')
-        port = port or None
-    if port is not None and not port.isdigit():
-        raise ValueError(text)
-    host = host.rstrip('.')
-    if not host or any(c in host for c in ' /\\@?#'):
-        raise ValueError(text)
-    return host, port
-
-
-def _is_ip(host):
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
-class RequestGuard:
-    """What a web page could send is refused before authentication.
-
-    * ``Host`` must name this service (``[admin_api] allowed_hosts``): a
-      page that points a name of its own at this host (DNS rebinding)
-      sends that name. 400.
-    * A state-changing call (``PUT``, ``POST``, ``DELETE``) carrying an
-      ``Origin`` not in ``allowed_origins`` (browsers add it to cross-site
-      requests) is refused with 403, and one with a body or a
-      ``Content-Type`` other than ``application/json`` (what an HTML form
-      or a simple cross-site request can send) with 415.
-    """
-
-    STATE_CHANGING = frozenset(('PUT', 'POST', 'DELETE', 'PATCH'))
-
-    def __init__(self, app, allowed_hosts, allowed_origins=(),
-                 unchecked=()):
-        self.app = app
-        self.any_host = '*' in allowed_hosts
-        self.hosts = set()
-        self.host_ports = set()
-        for entry in allowed_hosts:
-            if entry.strip() in ('', '*'):
-                continue
-            host, port = _split_host(entry)
-            (self.hosts if port is None else self.host_ports).add(
-                host if port is None else (host, port))
-        self.origins = {o.strip().lower().rstrip('/')
-                        for o in allowed_origins if o.strip()}
-        self.unchecked = frozenset(unchecked)
-
-    def __call__(self, environ, start_response):
-        try:
-            self.check(environ)
-        except util.HTTPError as exc:
-            LOG.warning('Refused %s %s from %s: %s',
-                        environ.get('REQUEST_METHOD'),
-                        environ.get('PATH_INFO'), environ.get('REMOTE_ADDR'),
-                        exc)
-            return exc.response()(environ, start_response)
-        return self.app(environ, start_response)
-
-    def check(self, environ):
-        if environ.get('PATH_INFO', '').rstrip('/') in self.unchecked:
-            return
-        self.check_host(environ.get('HTTP_HOST'))
-        if environ.get('REQUEST_METHOD') in self.STATE_CHANGING:
-            self.check_origin(environ.get('HTTP_ORIGIN'))
-            self.check_content_type(environ)
-
-    def check_host(self, value):
-        if value is None or self.any_host:
-            return
-        try:
-            host, port = _split_host(value)
-        except ValueError:
-            raise util.HTTPError(400, 'The Host header %r is not a host'
-                                 % value, field='Host', value=value)
-        if host in self.hosts or (host, port) in self.host_ports or \
-                _is_ip(host):
-            return
-        raise util.HTTPError(
-            400, 'The Host header %r does not name this service; the admin '
-            'API answers to %s ([admin_api] allowed_hosts) and to IP '
-            'addresses' % (value, ', '.join(sorted(
-                self.hosts | {'%s:%s' % hp for hp in self.host_ports}))),
-            field='Host', value=value)
-
-    def check_origin(self, origin):
-        if origin is None or origin.strip().lower().rstrip('/') in \
-                self.origins:
-            return
-        raise util.HTTPError(
-            403, 'Origin %r may not change accounts: a state-changing call '
-            'from a web page needs its origin in [admin_api] '
-            'allowed_origins' % origin, field='Origin', value=origin)
-
-    @staticmethod
-    def check_content_type(environ):
-        content_type = environ.get('CONTENT_TYPE', '')
-        media_type = content_type.split(';', 1)[0].strip().lower()
-        length = environ.get('CONTENT_LENGTH', '').strip()
-        has_body = (length not in ('', '0') or
-                    'HTTP_TRANSFER_ENCODING' in environ)
-        if media_type == util.JSON or not (media_type or has_body):
-            return
-        raise util.HTTPError(
-            415, 'A %s to the admin API takes a JSON body or none: '
-            'Content-Type must be %s, not %s'
-            % (environ.get('REQUEST_METHOD'), util.JSON,
-               repr(content_type) if content_type else 'missing with a '
-               'body'), field='Content-Type', value=content_type)
-
-
 class _Public:
     """The version documents and ``/healthcheck`` go around
     authentication; everything else to ``app``."""
@@ -654,7 +384,7 @@ class _Public:
         if path in self.apps:
             return self.apps[path](environ, start_response)
         if environ.get('REQUEST_METHOD') == 'GET' and \
-                _raw_path(environ) in self.DOCUMENTS:
+                admin_http.raw_path(environ) in self.DOCUMENTS:
             req = webob.Request(environ)
             return AdminAPI.versions(req)(environ, start_response)
         return self.app(environ, start_response)

@@ -29,14 +29,14 @@ from placement_quota.accounts import moves
 from placement_quota.accounts import service
 from placement_quota.cmd import common
 from placement_quota.cmd import main
-from placement_quota.ledger import store
+from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources
 
 
 def _accounts(cmd):
     try:
         return service.Accounts.from_services(common.services(cmd))
-    except (store.LedgerError, sources.SourceError, ValueError) as exc:
+    except (ledger_errors.LedgerError, sources.SourceError, ValueError) as exc:
         main.fail(str(exc))
 
 

@@ -22,6 +22,7 @@ from cliff import show
 
 from placement_quota.cmd import main
 from placement_quota import lease as lease_model
+from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from placement_quota.ledger import window
@@ -37,7 +38,7 @@ def open_ledger(conf, migrate=None):
                             migrate=migrate,
                             connect_timeout=group.connect_timeout,
                             statement_timeout=group.statement_timeout)
-    except store.LedgerError as exc:
+    except ledger_errors.LedgerError as exc:
         main.fail(str(exc))
 
 

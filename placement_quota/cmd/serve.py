@@ -27,7 +27,7 @@ from placement_quota.api import app as api_app
 from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.filters import chain as chain_mod
-from placement_quota.ledger import store as ledger_store
+from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources as limit_sources
 from placement_quota import wsgi_server
 
@@ -125,7 +125,7 @@ class Serve(command.Command):
             return None
         try:
             app = admin.make_admin_app(conf, services=services)
-        except (ValueError, ledger_store.LedgerError,
+        except (ValueError, ledger_errors.LedgerError,
                 limit_sources.SourceError) as exc:
             main.fail('cannot start the admin API: %s' % exc)
         server = wsgi_server.WSGIServer(

@@ -52,7 +52,7 @@ from placement_quota.filters import ledger_base
 from placement_quota.identity import projects
 from placement_quota import lease as lease_model
 from placement_quota.ledger import admission as admission_mod
-from placement_quota.ledger import store as ledger_store
+from placement_quota.ledger import errors as ledger_errors
 from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod
 
@@ -144,7 +144,7 @@ def outage(exc, ledger=None):
         where = 'the ledger database at %s' % ledger.describe()
     for error in _causes(exc):
         message = None
-        if isinstance(error, ledger_store.LedgerUnavailable):
+        if isinstance(error, ledger_errors.LedgerUnavailable):
             message = _sentence(error)
             if 'try again' in message:
                 return message
@@ -469,7 +469,7 @@ class FilterChain:
             locks.extend(n for n in names if n not in locks)
         first = ledger_filters[0]
         try:
-            # The ledger takes the locks in its own order (ledger/store.py)
+            # The ledger takes the locks in its own order (ledger/locks.py)
             host_resources = None
             if kind != admission_mod.ON_END:
                 host_resources = ledger_base.prefetch_hosts(

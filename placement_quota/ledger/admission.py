@@ -293,7 +293,7 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
 
     The block decides (raising denies); the entry is recorded when it
     returns normally. ``locks`` are taken with the project's own, in the
-    ledger's lock order (ledger/store.py). ``prepared`` is ``{filter:
+    ledger's lock order (ledger/locks.py). ``prepared`` is ``{filter:
     what its prepare step read}``.
     """
     existing = _CURRENT.get()

@@ -37,7 +37,7 @@ CHARGE_UPDATE = 'update'
 REFUND_END = 'end'
 
 #: The cloud-wide lock (the capacity policy's); the lock order of every
-#: writer is in ledger/store.py.
+#: writer is in ledger/locks.py.
 GLOBAL_LOCK = '*'
 #: The lock of the account hierarchy (the admin API's account changes).
 ACCOUNTS_LOCK = '*accounts'

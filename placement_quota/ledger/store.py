@@ -9,51 +9,19 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The ledger database: engine, migrations, locks and queries.
+"""The ledger database: its schema migrations, its transactions and the
+queries and writes inside them, and the arithmetic of its entries.
 
-Locks
------
-
-Every writer takes ledger locks: an admission locks its project (and what
-its policies ask for: the project's tree root, the cloud-wide row ``*``),
-an account move locks both accounts, a change of the account hierarchy
-locks ``*accounts``. PostgreSQL and MySQL lock rows of ``projects``
-(``SELECT ... FOR UPDATE``); SQLite takes its database write lock at
-``BEGIN IMMEDIATE`` (one lock: it cannot deadlock). Either way, two service
-processes sharing one database never admit past a limit together.
-
-On a database that locks rows, two transactions that take two locks in
-opposite orders deadlock. :func:`lock_order` is therefore the one order of
-every writer, applied by :meth:`Transaction.lock` whatever order a caller
-names its locks in:
-
-1. projects (the own project and the tree root alike: a root is itself a
-   project, the own project of its admissions and a side of moves, so
-   "own project before root" would not be one order), by ID;
-2. ``*accounts`` (:data:`models.ACCOUNTS_LOCK`), the account hierarchy;
-3. capacity pools (``*pool:<name>``, :func:`pool_lock`), by name;
-4. ``*`` (:data:`models.GLOBAL_LOCK`), the whole cloud.
-
-A transaction takes all its locks at its start; taking one that sorts
-before a lock it already holds is refused (:class:`LedgerError`).
-
-Timeouts
---------
-
-``[ledger] lock_timeout`` bounds each lock wait (SQLite: its busy timeout;
-PostgreSQL: ``lock_timeout``). On PostgreSQL, ``connect_timeout`` bounds
-connecting and the ping of a pooled connection at checkout, and
-``statement_timeout`` bounds every statement on the server; a server that
-does not answer at all (frozen) is given up by a client-side deadline of
-``max(statement_timeout, lock_timeout) + 2`` seconds per statement (see
-:mod:`~placement_quota.ledger.deadlines`). Each of these failures raises
-:class:`LedgerUnavailable` (:class:`LockTimeout` for a lock wait), which
-the enforcement API answers with 503.
+A :class:`Ledger` makes its engine with
+:func:`~placement_quota.ledger.engine.create_engine` (the timeouts are
+described there) and takes the locks of a :class:`Transaction` in
+:func:`~placement_quota.ledger.locks.lock_order` (the lock order is
+described there); its exceptions are in
+:mod:`~placement_quota.ledger.errors`.
 """
 
 import contextlib
 import datetime
-import os
 
 import alembic.command
 import alembic.config
@@ -68,6 +36,9 @@ from sqlalchemy import exc as sa_exc
 
 from placement_quota.ledger import accounting
 from placement_quota.ledger import deadlines
+from placement_quota.ledger import engine
+from placement_quota.ledger import errors
+from placement_quota.ledger import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import window
 
@@ -78,57 +49,6 @@ MICRO = 1000000
 #: The largest ``duration_s`` (the column is a 32-bit integer): a longer
 #: lease is recorded with this one, which then bounds nothing.
 MAX_DURATION = 2 ** 31 - 1
-
-#: Seconds the client waits beyond the server's own timeouts before it
-#: gives a database that does not answer up.
-DEADLINE_GRACE = 2
-
-#: The prefix of the lock of a capacity pool (see :func:`pool_lock`).
-POOL_PREFIX = '*pool:'
-
-# Lock kinds, in the order of :func:`lock_order`.
-_PROJECT, _ACCOUNTS, _POOL, _CLOUD = range(4)
-
-
-class LedgerError(Exception):
-    """The ledger database cannot be used; says why and what to do."""
-
-
-class LedgerUnavailable(LedgerError):
-    """The ledger database did not answer in time, or cannot be reached:
-    the request is given up (the API answers 503); trying again later may
-    work."""
-
-
-class LockTimeout(LedgerUnavailable):
-    """Another admission held a project's lock for too long."""
-
-
-def pool_lock(name):
-    """The lock name of the capacity pool ``name``."""
-    return POOL_PREFIX + name
-
-
-def lock_kind(key):
-    """The rank of a lock's kind in :func:`lock_order`."""
-    if key == models.GLOBAL_LOCK:
-        return _CLOUD
-    if key.startswith(POOL_PREFIX):
-        return _POOL
-    if key == models.ACCOUNTS_LOCK:
-        return _ACCOUNTS
-    return _PROJECT
-
-
-def _lock_key(key):
-    return (lock_kind(key), key)
-
-
-def lock_order(keys):
-    """``keys`` (lock names) in the one order every writer takes them:
-    projects, ``*accounts``, capacity pools, ``*``; by name within a
-    kind; each once."""
-    return sorted(set(keys), key=_lock_key)
 
 
 def to_micro(credits):
@@ -149,164 +69,6 @@ def _alembic_config(connection):
     return config
 
 
-def _configure_sqlite(engine, lock_timeout):
-    @sa.event.listens_for(engine, 'connect')
-    def _connect(dbapi_connection, record):
-        # We issue BEGIN ourselves: IMMEDIATE takes the write lock at once.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute('PRAGMA busy_timeout = %d' % (lock_timeout * 1000))
-        cursor.execute('PRAGMA foreign_keys = ON')
-        # Write-ahead log: readers never wait for the writer, and a commit
-        # is one append (synced at checkpoints) instead of two fsyncs; an
-        # operating-system crash can lose the last commits, a process
-        # crash cannot.
-        cursor.execute('PRAGMA journal_mode = WAL')
-        cursor.execute('PRAGMA synchronous = NORMAL')
-        cursor.close()
-
-    @sa.event.listens_for(engine, 'begin')
-    def _begin(connection):
-        connection.exec_driver_sql('BEGIN IMMEDIATE')
-
-
-def _configure_postgresql(engine, watchdog, connect_timeout,
-                          statement_deadline):
-    """Deadlines on every call to a PostgreSQL server (see
-    :mod:`~placement_quota.ledger.deadlines`)."""
-
-    @sa.event.listens_for(engine, 'connect')
-    def _connect(dbapi_connection, record):
-        record.info['ledger_fresh'] = True
-
-    @sa.event.listens_for(engine, 'checkout')
-    def _checkout(dbapi_connection, record, proxy):
-        # Our pre-ping: SQLAlchemy's has no deadline. A fresh connection
-        # was just made; an old one must answer within connect_timeout.
-        if record.info.pop('ledger_fresh', False):
-            return
-        with watchdog.guard(dbapi_connection, connect_timeout):
-            try:
-                cursor = dbapi_connection.cursor()
-                try:
-                    cursor.execute('SELECT 1')
-                finally:
-                    cursor.close()
-            except Exception as exc:
-                # The pool throws the connection away and makes a new one.
-                raise sa_exc.DisconnectionError(
-                    'the pooled ledger connection did not answer: %s' % exc)
-
-    if statement_deadline:
-        @sa.event.listens_for(engine, 'before_cursor_execute')
-        def _before(connection, cursor, statement, parameters, context,
-                    executemany):
-            if not connection.get_execution_options().get(
-                    'ledger_unbounded'):
-                watchdog.arm(connection.connection.dbapi_connection,
-                             statement_deadline)
-
-        @sa.event.listens_for(engine, 'after_cursor_execute')
-        def _after(connection, cursor, statement, parameters, context,
-                   executemany):
-            watchdog.disarm()
-
-
-def _unavailable(ctx, url, watchdog, statement_timeout):
-    """The :class:`LedgerUnavailable` a database error means, or None."""
-    expired = watchdog.disarm()
-    original = ctx.original_exception
-    if expired is not None:
-        ctx.is_disconnect = True
-        return LedgerUnavailable(
-            'The ledger database at %s did not answer within %d seconds; '
-            'the request was given up (try again later).' % (url, expired))
-    if ctx.is_pre_ping:
-        return None
-    if getattr(original, 'pgcode', None) == '57014':  # query_canceled
-        return LedgerUnavailable(
-            'A statement on the ledger database at %s ran longer than '
-            '[ledger] statement_timeout (%d seconds) and was cancelled; '
-            'try again later.' % (url, statement_timeout))
-    if not isinstance(ctx.sqlalchemy_exception, sa_exc.OperationalError):
-        return None
-    if ctx.connection is None:
-        return LedgerUnavailable('Cannot connect to the ledger database at '
-                                 '%s: %s' % (url, _first_line(original)))
-    if ctx.is_disconnect:
-        return LedgerUnavailable('Lost the connection to the ledger '
-                                 'database at %s: %s'
-                                 % (url, _first_line(original)))
-    return None
-
-
-def _first_line(exc):
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def create_engine(url, lock_timeout=30, pool_size=None, connect_timeout=10,
-                  statement_timeout=30, watchdog=None):
-    """An engine for ``url`` set up for the ledger's locking and
-    timeouts."""
-    try:
-        parsed = sa.engine.make_url(url)
-    except sa_exc.ArgumentError as exc:
-        raise LedgerError('[ledger] connection %r is not a database URL: %s'
-                          % (url, exc))
-    backend = parsed.get_backend_name()
-    kwargs = {'pool_pre_ping': True}
-    if backend == 'sqlite':
-        database = parsed.database
-        if database and database != ':memory:':
-            directory = os.path.dirname(os.path.abspath(database))
-            os.makedirs(directory, exist_ok=True)
-    elif pool_size:
-        kwargs['pool_size'] = pool_size
-    if backend == 'postgresql':
-        # The pre-ping is ours, with a deadline (_configure_postgresql).
-        kwargs['pool_pre_ping'] = False
-        # Set in the URL's query, they would be replaced: add to them.
-        connect_args = {}
-        if 'connect_timeout' not in parsed.query:
-            connect_args['connect_timeout'] = connect_timeout
-        if statement_timeout:
-            options = parsed.query.get('options') or ''
-            if isinstance(options, tuple):
-                options = ' '.join(options)
-            connect_args['options'] = ('%s -c statement_timeout=%d' % (
-                options, statement_timeout * 1000)).strip()
-        kwargs['connect_args'] = connect_args
-    try:
-        engine = sa.create_engine(parsed, **kwargs)
-    except (ImportError, sa_exc.ArgumentError) as exc:
-        raise LedgerError('[ledger] connection %s cannot be used: %s'
-                          % (parsed.render_as_string(hide_password=True),
-                             exc))
-    if backend == 'sqlite':
-        _configure_sqlite(engine, lock_timeout)
-    elif backend == 'postgresql':
-        watchdog = watchdog or deadlines.Watchdog()
-        _configure_postgresql(
-            engine, watchdog, connect_timeout,
-            statement_deadline(statement_timeout, lock_timeout))
-        shown = parsed.render_as_string(hide_password=True)
-
-        @sa.event.listens_for(engine, 'handle_error')
-        def _handle_error(ctx):
-            return _unavailable(ctx, shown, watchdog, statement_timeout)
-    return engine
-
-
-def statement_deadline(statement_timeout, lock_timeout):
-    """Seconds the client gives one statement (0: no deadline): longer
-    than the server's own limits, so that a server that answers reports
-    them itself."""
-    if not statement_timeout:
-        return 0
-    return max(statement_timeout, lock_timeout) + DEADLINE_GRACE
-
-
 class Ledger:
     """One ledger database."""
 
@@ -319,12 +81,12 @@ class Ledger:
         #: Where "now" comes from (naive UTC); tests set their own.
         self.clock = timeutils.utcnow
         self.watchdog = deadlines.Watchdog()
-        self.engine = create_engine(url, lock_timeout, pool_size,
-                                    connect_timeout, statement_timeout,
-                                    self.watchdog)
+        self.engine = engine.create_engine(
+            url, lock_timeout, pool_size, connect_timeout,
+            statement_timeout, self.watchdog)
         self.dialect = self.engine.dialect.name
-        self._deadline = (statement_deadline(statement_timeout,
-                                             lock_timeout)
+        self._deadline = (engine.statement_deadline(statement_timeout,
+                                                    lock_timeout)
                           if self.dialect == 'postgresql' else 0)
         if migrate is None:
             migrate = self.dialect == 'sqlite'
@@ -361,11 +123,13 @@ class Ledger:
                     alembic.command.upgrade(_alembic_config(connection),
                                             revision)
         except sa_exc.OperationalError as exc:
-            raise LedgerError('Cannot migrate the ledger at %s: %s'
-                              % (self.describe(), exc.orig))
-        except LedgerUnavailable as exc:
-            raise LedgerError('Cannot migrate the ledger at %s: %s'
-                              % (self.describe(), exc))
+            raise errors.LedgerError(
+                'Cannot migrate the ledger at %s: %s'
+                % (self.describe(), exc.orig))
+        except errors.LedgerUnavailable as exc:
+            raise errors.LedgerError(
+                'Cannot migrate the ledger at %s: %s'
+                % (self.describe(), exc))
 
     def current_revision(self):
         with self.engine.connect() as connection:
@@ -383,14 +147,16 @@ class Ledger:
         try:
             current = self.current_revision()
         except sa_exc.OperationalError as exc:
-            raise LedgerError('Cannot reach the ledger at %s: %s'
-                              % (self.describe(), exc.orig))
-        except LedgerUnavailable as exc:
-            raise LedgerError('Cannot reach the ledger at %s: %s'
-                              % (self.describe(), exc))
+            raise errors.LedgerError(
+                'Cannot reach the ledger at %s: %s'
+                % (self.describe(), exc.orig))
+        except errors.LedgerUnavailable as exc:
+            raise errors.LedgerError(
+                'Cannot reach the ledger at %s: %s'
+                % (self.describe(), exc))
         head = self.head_revision()
         if current != head:
-            raise LedgerError(
+            raise errors.LedgerError(
                 'The ledger at %s is at schema revision %s, this code needs '
                 '%s: run "placement-quota db sync".'
                 % (self.describe(), current or 'none (empty)', head))
@@ -400,13 +166,15 @@ class Ledger:
     @contextlib.contextmanager
     def transaction(self, lock=(), now=None):
         """A :class:`Transaction` holding the locks of ``lock`` (project
-        IDs, :data:`models.GLOBAL_LOCK`...), taken in :func:`lock_order`.
+        IDs, :data:`models.GLOBAL_LOCK`...), taken in
+        :func:`~placement_quota.ledger.locks.lock_order`.
 
-        Raises :class:`LedgerUnavailable` when the database does not
-        answer in time (:class:`LockTimeout` for a lock).
+        Raises :class:`~placement_quota.ledger.errors.LedgerUnavailable`
+        when the database does not answer in time
+        (:class:`~placement_quota.ledger.errors.LockTimeout` for a lock).
         """
         now = now or self.clock()
-        order = lock_order(lock)
+        order = locks.lock_order(lock)
         try:
             with self.engine.connect() as connection:
                 outer = connection.begin()
@@ -422,7 +190,7 @@ class Ledger:
                     outer.commit()
         except sa_exc.OperationalError as exc:
             if _is_lock_timeout(exc):
-                raise LockTimeout(
+                raise errors.LockTimeout(
                     'Timed out after %d seconds waiting for the ledger lock '
                     'of %s; another admission holds it.'
                     % (self.lock_timeout, ', '.join(order))) from exc
@@ -465,16 +233,17 @@ class Transaction:
         self.locked = []
 
     def lock(self, keys):
-        """Take the locks of ``keys`` in :func:`lock_order` (see the
+        """Take the locks of ``keys`` in
+        :func:`~placement_quota.ledger.locks.lock_order` (see that
         module's docstring); one that sorts before a lock already held is
         refused."""
         dialect = self.ledger.dialect
-        wanted = [k for k in lock_order(keys) if k not in self.locked]
+        wanted = [k for k in locks.lock_order(keys) if k not in self.locked]
         if wanted and self.locked and (
-                _lock_key(wanted[0]) < _lock_key(self.locked[-1])):
-            raise LedgerError(
+                locks.lock_key(wanted[0]) < locks.lock_key(self.locked[-1])):
+            raise errors.LedgerError(
                 'Ledger lock %s cannot be taken after %s: locks are taken '
-                'in one order (ledger/store.py), all at the start of a '
+                'in one order (ledger/locks.py), all at the start of a '
                 'transaction.' % (wanted[0], self.locked[-1]))
         if wanted and not self.locked and dialect == 'postgresql':
             # Before the first insert too: a project row another

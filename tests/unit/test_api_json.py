@@ -17,7 +17,7 @@ import json
 
 import testtools
 
-from placement_quota.api import admin
+from placement_quota.api import admin_http
 from placement_quota.api import util
 
 
@@ -53,21 +53,21 @@ class TestStrictAdminBodies(testtools.TestCase):
     def test_non_finite_literals_are_refused_naming_the_body(self):
         fields = []
         for literal in (b'NaN', b'Infinity', b'-Infinity'):
-            error = self.assertRaises(util.HTTPError, admin.loads,
+            error = self.assertRaises(util.HTTPError, admin_http.loads,
                                       b'{"a": %s}' % literal)
             fields.append((error.status, error.body['field']))
         self.assertEqual([(400, 'body')] * 3, fields)
 
     def test_a_number_that_overflows_a_double_is_refused(self):
-        error = self.assertRaises(util.HTTPError, admin.loads,
+        error = self.assertRaises(util.HTTPError, admin_http.loads,
                                   b'{"a": -1e400}')
         self.assertIn('-1e400', error.body['message'])
 
     def test_large_finite_numbers_are_read(self):
         self.assertEqual({'a': 1e308, 'b': 10 ** 30},
-                         admin.loads(b'{"a": 1e308, "b": %d}' % 10 ** 30))
+                         admin_http.loads(b'{"a": 1e308, "b": %d}' % 10 ** 30))
 
     def test_a_body_that_is_not_utf8_is_refused(self):
-        error = self.assertRaises(util.HTTPError, admin.loads,
+        error = self.assertRaises(util.HTTPError, admin_http.loads,
                                   b'{"a": "\xff"}')
         self.assertEqual(400, error.status)

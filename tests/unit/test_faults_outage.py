@@ -25,7 +25,7 @@ from placement_quota.compute import quotas
 from placement_quota import conf as pq_conf
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
-from placement_quota.ledger import store
+from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources
 from placement_quota.placement import client as placement_client
 from tests import spec_examples as spec
@@ -138,10 +138,10 @@ class TestOutage(testtools.TestCase):
         self.assertEqual(
             'Cannot connect to the ledger database at x: refused. '
             + chain_mod.GIVEN_UP,
-            chain_mod.outage(store.LedgerUnavailable(
+            chain_mod.outage(ledger_errors.LedgerUnavailable(
                 'Cannot connect to the ledger database at x: refused')))
         self.assertEqual('Gone; try again later.', chain_mod.outage(
-            store.LedgerUnavailable('Gone; try again later.')))
+            ledger_errors.LedgerUnavailable('Gone; try again later.')))
 
     def test_sqlite_disk_full_read_only_or_gone_is_an_outage(self):
         for message, code, name in (

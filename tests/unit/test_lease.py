@@ -17,6 +17,7 @@ import json
 import testtools
 
 from placement_quota import lease as model
+from placement_quota import lease_schema
 from tests import spec_examples as spec
 
 
@@ -255,7 +256,7 @@ class TestBody(testtools.TestCase):
     def test_nesting_deeper_than_the_limit_is_refused_before_validation(self):
         error = self.assertRaises(model.PayloadError, model.parse_body,
                                   'check-create', self._nested_body(100))
-        self.assertIn('nested deeper than %d levels' % model.MAX_DEPTH,
+        self.assertIn('nested deeper than %d levels' % lease_schema.MAX_DEPTH,
                       str(error))
 
     def test_nesting_near_pythons_recursion_limit_is_refused(self):

@@ -22,6 +22,7 @@ import fastjsonschema
 import testtools
 
 from placement_quota import lease as model
+from placement_quota import lease_schema
 from tests import builders
 
 KINDS = ('check-create', 'check-update', 'on-end')
@@ -319,7 +320,7 @@ class TestControlCharacters(RefusalTestCase):
     def test_both_schema_engines_refuse_control_characters(self):
         # fastjsonschema reads "$" as the end of the string, jsonschema
         # also before a final newline: the rule must hold in both.
-        validator = model._CONTEXT_VALIDATOR
+        validator = lease_schema.CONTEXT_VALIDATOR
         for project in ('p\n', '\np', 'p\r\n', 'p\x85', 'p\u2029', '\x00'):
             context = {'project_id': project}
             self.assertRaises(fastjsonschema.JsonSchemaException,
@@ -328,7 +329,7 @@ class TestControlCharacters(RefusalTestCase):
                 context))), repr(project))
 
     def test_both_schema_engines_accept_printable_ids(self):
-        validator = model._CONTEXT_VALIDATOR
+        validator = lease_schema.CONTEXT_VALIDATOR
         for project in ('p', 'a b', 'é\u00a0x', '\U0001F600', 'x' * 255):
             context = {'project_id': project}
             validator.fast(context)
@@ -388,28 +389,29 @@ class TestDateRange(RefusalTestCase):
 
     def test_lease_of_exactly_the_longest_duration_is_accepted(self):
         start = datetime.datetime(2000, 1, 1)
-        end = start + model.MAX_DURATION
+        end = start + lease_schema.MAX_DURATION
         request = self.accepted(self.lease(start.isoformat(),
                                            end.isoformat()))
-        self.assertEqual(model.MAX_DURATION, request.lease.duration)
+        self.assertEqual(lease_schema.MAX_DURATION, request.lease.duration)
 
     def test_lease_a_microsecond_longer_than_the_longest_is_refused(self):
         start = datetime.datetime(2000, 1, 1)
-        end = start + model.MAX_DURATION + datetime.timedelta(
+        end = start + lease_schema.MAX_DURATION + datetime.timedelta(
             microseconds=1)
         self.refused(self.lease(start.isoformat(), end.isoformat()))
 
     def test_duration_fits_the_ledgers_32_bit_column(self):
-        self.assertLessEqual(model.MAX_DURATION.total_seconds(), 2 ** 31 - 1)
+        self.assertLessEqual(lease_schema.MAX_DURATION.total_seconds(),
+                             2 ** 31 - 1)
 
     def test_no_accepted_lease_can_overflow_start_minus_longest(self):
         # The ledger computes start - longest duration: the earliest
         # start minus the longest lease is still a date, and so is the
         # latest end plus it.
         self.assertLess(datetime.datetime.min + datetime.timedelta(
-            days=365), model.MIN_DATE - model.MAX_DURATION)
+            days=365), lease_schema.MIN_DATE - lease_schema.MAX_DURATION)
         self.assertGreater(datetime.datetime.max - datetime.timedelta(
-            days=365), model.MAX_DATE + model.MAX_DURATION)
+            days=365), lease_schema.MAX_DATE + lease_schema.MAX_DURATION)
 
     def test_current_lease_out_of_range_is_refused(self):
         body = document('check-update')
@@ -509,7 +511,8 @@ class TestCountBounds(RefusalTestCase):
         body['lease']['reservations'] = [big, big, big]
         error = self.refused(body)
         self.assertEqual('lease.reservations[0].vcpus', error.field)
-        self.assertIn('more than %d vcpus' % model.MAX_TOTAL, str(error))
+        self.assertIn('more than %d vcpus' % lease_schema.MAX_TOTAL,
+                      str(error))
 
     def test_instance_totals_are_summed_over_reservations(self):
         half = builders.instances(2 ** 26, memory_mb=2 ** 26 - 1)
@@ -527,11 +530,12 @@ class TestCountBounds(RefusalTestCase):
             441650591, vcpus=1, memory_mb=20394401, disk_gb=1)]
         request = self.accepted(body)
         reservation = request.lease.reservations[0]
-        self.assertEqual(model.MAX_TOTAL, reservation.count('amount') *
+        self.assertEqual(lease_schema.MAX_TOTAL, reservation.count('amount') *
                          reservation.count('memory_mb'))
 
     def test_digit_pattern_agrees_with_integer_comparison(self):
-        pattern = re.compile('^%s$' % model._digits_up_to(model.MAX_INT))
+        pattern = re.compile('^%s$' % lease_schema._digits_up_to(
+            model.MAX_INT))
         near = [10 ** n + d for n in range(11) for d in (-1, 0, 1)]
         edge = [model.MAX_INT + d for d in range(-12, 13)]
         digits = [int(str(model.MAX_INT)[:i] + '9' * (10 - i))
@@ -544,7 +548,7 @@ class TestCountBounds(RefusalTestCase):
 
     def test_digit_pattern_is_exact_for_small_limits(self):
         for limit in (1, 9, 10, 19, 20, 100, 101, 305, 999, 1000):
-            pattern = re.compile('^%s$' % model._digits_up_to(limit))
+            pattern = re.compile('^%s$' % lease_schema._digits_up_to(limit))
             self.assertEqual(
                 list(range(1, limit + 1)),
                 [n for n in range(0, 1200) if pattern.match(str(n))], limit)

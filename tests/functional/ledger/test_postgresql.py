@@ -24,6 +24,7 @@ import fixtures
 import requests
 import testtools
 
+from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import store
 from tests.fixtures import postgresql
 from tests.functional.ledger import base
@@ -48,7 +49,7 @@ class TestMigrations(PostgreSQLTestCase):
         self.assertEqual(ledger.head_revision(), ledger.current_revision())
 
     def test_unsynced_database_is_refused_naming_db_sync(self):
-        error = self.assertRaises(store.LedgerError, store.Ledger,
+        error = self.assertRaises(ledger_errors.LedgerError, store.Ledger,
                                   self.database.url)
         self.assertIn('run "placement-quota db sync"', str(error))
 

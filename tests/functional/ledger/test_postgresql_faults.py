@@ -38,6 +38,8 @@ from placement_quota.accounts import service as accounts_service
 from placement_quota.accounts import store as accounts_store
 from placement_quota import lease as lease_model
 from placement_quota.ledger import admission
+from placement_quota.ledger import engine
+from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import store
 from tests import builders
 from tests.fixtures import enforcement as service_fixture
@@ -197,9 +199,10 @@ class TestFrozenLedger(FrozenTestCase):
                 self.freeze()
                 txn.leases('p')
         began = time.monotonic()
-        error = self.assertRaises(store.LedgerUnavailable, frozen_statement)
+        error = self.assertRaises(ledger_errors.LedgerUnavailable,
+                                  frozen_statement)
         took = time.monotonic() - began
-        deadline = store.statement_deadline(STATEMENT_TIMEOUT, LOCK_TIMEOUT)
+        deadline = engine.statement_deadline(STATEMENT_TIMEOUT, LOCK_TIMEOUT)
         self.addDetail('seconds', testtools.content.text_content(
             '%.2f' % took))
         self.assertIn('did not answer within %d seconds' % deadline,
@@ -215,7 +218,7 @@ class TestFrozenLedger(FrozenTestCase):
         def connect():
             with ledger.transaction(['p']):
                 pass
-        error = self.assertRaises(store.LedgerUnavailable, connect)
+        error = self.assertRaises(ledger_errors.LedgerUnavailable, connect)
         self.assertIn('Cannot connect to the ledger database', str(error))
         self.assertLess(time.monotonic() - began, CONNECT_TIMEOUT + 2)
 
@@ -226,7 +229,7 @@ class TestFrozenLedger(FrozenTestCase):
         def frozen():
             with ledger.transaction(['p']):
                 pass
-        self.assertRaises(store.LedgerUnavailable, frozen)
+        self.assertRaises(ledger_errors.LedgerUnavailable, frozen)
         self.thaw(pids)
         with ledger.transaction(['p']) as txn:
             self.assertEqual([], txn.leases('p'))
@@ -238,7 +241,7 @@ class TestFrozenLedger(FrozenTestCase):
         def sleep():
             with ledger.transaction() as txn:
                 txn.connection.exec_driver_sql('SELECT pg_sleep(5)')
-        error = self.assertRaises(store.LedgerUnavailable, sleep)
+        error = self.assertRaises(ledger_errors.LedgerUnavailable, sleep)
         self.assertIn('ran longer than [ledger] statement_timeout (1 '
                       'seconds)', str(error))
         self.assertLess(time.monotonic() - began, 3)
@@ -261,8 +264,8 @@ class TestFrozenLedger(FrozenTestCase):
         def wait():
             with ledger.transaction(['p']):
                 pass
-        error = self.assertRaises(store.LockTimeout, wait)
-        self.assertIsInstance(error, store.LedgerUnavailable)
+        error = self.assertRaises(ledger_errors.LockTimeout, wait)
+        self.assertIsInstance(error, ledger_errors.LedgerUnavailable)
 
 
 class TestFrozenService(FrozenTestCase):

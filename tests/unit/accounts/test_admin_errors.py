@@ -18,7 +18,7 @@ import webob
 
 from placement_quota.accounts import errors
 from placement_quota.api import admin
-from placement_quota.ledger import store as ledger_store
+from placement_quota.ledger import errors as ledger_errors
 from placement_quota import policies
 
 
@@ -86,7 +86,7 @@ class TestStatusTable(testtools.TestCase):
 
     def test_a_ledger_that_does_not_answer_is_a_503_in_json(self):
         response = get(admin.AdminAPI(FailingAccounts(
-            ledger_store.LedgerUnavailable('frozen')), Enforcer()))
+            ledger_errors.LedgerUnavailable('frozen')), Enforcer()))
         self.assertEqual(503, response.status_int)
         self.assertIn('did not answer in time', response.json['message'])
 

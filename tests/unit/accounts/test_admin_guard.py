@@ -16,7 +16,7 @@ tests/functional/accounts/test_admin_hardening.py go over HTTP."""
 import testtools
 import webob
 
-from placement_quota.api import admin
+from placement_quota.api import admin_guard
 
 
 def app(environ, start_response):
@@ -26,8 +26,8 @@ def app(environ, start_response):
 
 def call(method='GET', headers=None, body=None, allowed_hosts=None,
          allowed_origins=(), path='/v1/acct'):
-    guard = admin.RequestGuard(
-        app, allowed_hosts or admin.default_allowed_hosts('127.0.0.1'),
+    guard = admin_guard.RequestGuard(
+        app, allowed_hosts or admin_guard.default_allowed_hosts('127.0.0.1'),
         allowed_origins, unchecked=('/healthcheck',))
     request = webob.Request.blank(path, method=method,
                                   headers=headers or {})
@@ -61,10 +61,11 @@ class TestHost(testtools.TestCase):
 
     def test_the_bind_host_is_accepted_by_default(self):
         self.assertIn('quota.internal',
-                      admin.default_allowed_hosts('quota.internal'))
+                      admin_guard.default_allowed_hosts('quota.internal'))
 
     def test_a_wildcard_bind_host_is_not_a_host_name(self):
-        self.assertNotIn('0.0.0.0', admin.default_allowed_hosts('0.0.0.0'))
+        self.assertNotIn('0.0.0.0',
+                         admin_guard.default_allowed_hosts('0.0.0.0'))
 
     def test_healthcheck_is_not_checked(self):
         response = call(headers={'Host': 'probe.example'},

@@ -24,7 +24,7 @@ import webob
 
 from placement_quota.api import app as api_app
 from placement_quota.filters import chain as chain_mod
-from placement_quota.ledger import store
+from placement_quota.ledger import errors as ledger_errors
 from tests.builders import day
 from tests.builders import hosts
 from tests.builders import lease
@@ -135,7 +135,8 @@ class TestChainUnavailable(base.LedgerTestCase):
     def test_ledger_unavailable_is_service_unavailable_not_a_failure(self):
         chain = self.chain('LeaseCountFilter')
         self.useFixture(fixtures.MockPatchObject(
-            self.ledger, 'transaction', side_effect=store.LedgerUnavailable(
+            self.ledger, 'transaction',
+            side_effect=ledger_errors.LedgerUnavailable(
                 'The ledger database at x did not answer within 5 seconds')))
         error = self.assertRaises(chain_mod.ServiceUnavailable, self.create,
                                   lease(day(2), day(3)), via=chain)

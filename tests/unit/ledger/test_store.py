@@ -20,6 +20,8 @@ import fixtures
 import sqlalchemy as sa
 
 from placement_quota.accounts import store as accounts_store
+from placement_quota.ledger import errors as ledger_errors
+from placement_quota.ledger import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from tests.builders import at
@@ -35,22 +37,22 @@ class TestLockOrder(base.LedgerTestCase):
     def test_projects_come_first_then_accounts_pools_and_the_cloud(self):
         self.assertEqual(
             ['p', '*accounts', '*pool:gpu', '*'],
-            store.lock_order(['*', store.pool_lock('gpu'),
+            locks.lock_order(['*', locks.pool_lock('gpu'),
                               models.ACCOUNTS_LOCK, 'p']))
 
     def test_keys_of_one_kind_are_sorted_by_name(self):
         self.assertEqual(['a', 'b', 'c', '*pool:x', '*pool:y'],
-                         store.lock_order(['c', '*pool:y', 'a', '*pool:x',
+                         locks.lock_order(['c', '*pool:y', 'a', '*pool:x',
                                            'b']))
 
     def test_a_tree_root_sorts_with_the_projects_by_name(self):
         # An admission of z-child names its own project first, a move
         # names the accounts sorted: both take a-root first.
         self.assertEqual(['a-root', 'z-child', '*'],
-                         store.lock_order(['z-child', 'a-root', '*']))
+                         locks.lock_order(['z-child', 'a-root', '*']))
 
     def test_each_lock_is_named_once(self):
-        self.assertEqual(['p', '*'], store.lock_order(['p', '*', 'p']))
+        self.assertEqual(['p', '*'], locks.lock_order(['p', '*', 'p']))
 
     def test_admin_api_accounts_lock_is_the_ledgers(self):
         self.assertEqual(models.ACCOUNTS_LOCK, accounts_store.ACCOUNTS_LOCK)
@@ -70,7 +72,8 @@ class TestLockOrder(base.LedgerTestCase):
 
     def test_lock_sorting_before_a_held_one_is_refused(self):
         with self.ledger.transaction(['z']) as txn:
-            error = self.assertRaises(store.LedgerError, txn.lock, ['a'])
+            error = self.assertRaises(ledger_errors.LedgerError, txn.lock,
+                                      ['a'])
         self.assertIn('cannot be taken after z', str(error))
 
     def test_lock_sorting_after_the_held_ones_is_taken(self):
@@ -94,8 +97,8 @@ class TestLockTimeout(base.LedgerTestCase):
         def locked():
             with ledger.transaction(['p']):
                 pass
-        error = self.assertRaises(store.LockTimeout, locked)
-        self.assertIsInstance(error, store.LedgerUnavailable)
+        error = self.assertRaises(ledger_errors.LockTimeout, locked)
+        self.assertIsInstance(error, ledger_errors.LedgerUnavailable)
         self.assertIn('waiting for the ledger lock of p', str(error))
 
 
