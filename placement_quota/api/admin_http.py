@@ -129,6 +129,9 @@ def loads(raw):
     except (UnicodeDecodeError, ValueError) as exc:
         raise util.HTTPError(400, 'The body is not JSON: %s' % exc,
                              field='body')
+    except RecursionError:
+        raise util.HTTPError(400, 'The body is not JSON this API takes: '
+                             'it is nested too deeply', field='body')
 
 
 def query(req, allowed):

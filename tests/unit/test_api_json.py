@@ -71,3 +71,8 @@ class TestStrictAdminBodies(testtools.TestCase):
         error = self.assertRaises(util.HTTPError, admin_http.loads,
                                   b'{"a": "\xff"}')
         self.assertEqual(400, error.status)
+
+    def test_a_body_nested_beyond_the_parsers_depth_is_refused(self):
+        error = self.assertRaises(util.HTTPError, admin_http.loads,
+                                  b'[' * 100000 + b']' * 100000)
+        self.assertEqual((400, 'body'), (error.status, error.body['field']))
