@@ -46,6 +46,7 @@ from placement_quota.placement import client as placement_client
 from tests import builders
 from tests.fixtures import enforcement as service_fixture
 from tests.fixtures import postgresql
+from tests.fixtures import process as processes
 
 #: [placement], [nova] and [keystone] timeout of these tests (seconds).
 TIMEOUT = 1
@@ -69,38 +70,6 @@ def closed_port():
     port = sock.getsockname()[1]
     sock.close()
     return 'http://127.0.0.1:%d' % port
-
-
-class HangingServer(fixtures.Fixture):
-    """Accepts connections, reads nothing and never answers."""
-
-    def _setUp(self):
-        self.sock = socket.socket()
-        self.sock.bind(('127.0.0.1', 0))
-        self.sock.listen(64)
-        self.url = 'http://127.0.0.1:%d' % self.sock.getsockname()[1]
-        self.connections = []
-        thread = threading.Thread(target=self._accept, daemon=True)
-        thread.start()
-        self.addCleanup(thread.join, 5)
-        self.addCleanup(self._close)
-
-    def _accept(self):
-        while True:
-            try:
-                connection, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections.append(connection)
-
-    def _close(self):
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
-        for connection in self.connections:
-            connection.close()
 
 
 #: Placement's version document (GET /).
@@ -275,7 +244,7 @@ class TestPlacementHanging(PlacementFaultTestCase):
 
     def setUp(self):
         super().setUp()
-        self.hanging = self.useFixture(HangingServer())
+        self.hanging = self.useFixture(processes.HangingServer())
 
     def assertWaitedTheTimeout(self, answer):
         # One attempt, given up at [placement] timeout: not before, not
@@ -406,7 +375,7 @@ class TestNovaLegacyQuotas(FaultTestCase):
                                '%s' % PROJECT, 'Unable to establish')
 
     def test_hanging_nova_answers_503_after_the_timeout(self):
-        nova = self.useFixture(HangingServer())
+        nova = self.useFixture(processes.HangingServer())
         self.nova_at(nova.url)
         answer = self.create(builders.instances(1))
         self.assertUnavailable(
@@ -443,7 +412,7 @@ class TestKeystoneForExemptions(FaultTestCase):
                 'enforcement', ['admin@Default']))))
 
     def test_hanging_keystone_holds_the_first_request_only(self):
-        keystone = self.useFixture(HangingServer())
+        keystone = self.useFixture(processes.HangingServer())
         self.keystone_at(keystone.url)
         # Version discovery, then the token: each given up at the timeout.
         answers = [self.create() for _ in range(3)]
@@ -699,26 +668,10 @@ class TestPostgreSQLStopped(FaultTestCase):
         postmaster = self.server.process.pid
         # Every backend is a session of its own: found by parent, before
         # the postmaster dies and they are given to init.
-        for pid in [postmaster] + _children(postmaster):
+        for pid in [postmaster] + processes.children(postmaster):
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
         self.server.process.wait(30)
         self.assertGivenUp()
-
-
-def _children(parent):
-    """The PIDs whose parent is ``parent`` (from /proc)."""
-    found = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue  # gone
-        if int(stat.rsplit(')', 1)[1].split()[1]) == parent:
-            found.append(int(entry))
-    return found

@@ -44,6 +44,7 @@ from placement_quota.ledger import store
 from tests import builders
 from tests.fixtures import enforcement as service_fixture
 from tests.fixtures import postgresql
+from tests.fixtures import process as processes
 
 #: [ledger] timeouts of the frozen-database tests (seconds).
 CONNECT_TIMEOUT = 2
@@ -136,22 +137,6 @@ class TestLockOrder(PostgreSQLTestCase):
         self.assertLess(time.monotonic() - began, 10)
 
 
-def server_processes(postmaster):
-    """The postmaster's PID and its children's (from /proc)."""
-    found = [postmaster]
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue  # gone
-        if int(stat.rsplit(')', 1)[1].split()[1]) == postmaster:
-            found.append(int(entry))
-    return found
-
-
 def signal_all(pids, signum):
     for pid in pids:
         try:
@@ -173,7 +158,7 @@ class FrozenTestCase(PostgreSQLTestCase):
         cleanup; returns the stopped PIDs."""
         postmaster = self.database.server.process.pid
         os.kill(postmaster, signal.SIGSTOP)
-        pids = server_processes(postmaster)
+        pids = [postmaster] + processes.children(postmaster)
         self.addCleanup(self.thaw, pids)
         signal_all(pids, signal.SIGSTOP)
         return pids

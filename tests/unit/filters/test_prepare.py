@@ -13,7 +13,6 @@
 back only the request that waits for it, never another project's."""
 
 import os
-import socket
 import threading
 import time
 
@@ -30,47 +29,13 @@ from tests.builders import instances
 from tests.builders import lease
 from tests.builders import network
 from tests.fixtures import placement as placement_fixtures
+from tests.fixtures import process as processes
 from tests import ledger_helpers
 from tests.unit.filters import base
 
 #: The most another project's lease may take while Placement hangs (it
 #: takes milliseconds; before, it waited for the ledger lock).
 UNHELD = 1.0
-
-
-class HungPlacement(fixtures.Fixture):
-    """An endpoint that accepts connections and never answers, until
-    :meth:`release` closes them."""
-
-    def _setUp(self):
-        self.sock = socket.socket()
-        self.sock.bind(('127.0.0.1', 0))
-        self.sock.listen(16)
-        self.endpoint = 'http://127.0.0.1:%d' % self.sock.getsockname()[1]
-        self.called = threading.Event()
-        self.connections = []
-        thread = threading.Thread(target=self._accept, daemon=True)
-        thread.start()
-        self.addCleanup(thread.join, 5)
-        self.addCleanup(self.release)
-
-    def _accept(self):
-        while True:
-            try:
-                connection, _ = self.sock.accept()
-            except OSError:
-                return
-            self.connections.append(connection)
-            self.called.set()
-
-    def release(self):
-        try:
-            self.sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        self.sock.close()
-        for connection in self.connections:
-            connection.close()
 
 
 class Background:
@@ -102,9 +67,9 @@ class TestHungPlacement(base.LedgerTestCase):
         self.useFixture(fixtures.FakeLogger())
 
     def placement(self):
-        self.hung = self.useFixture(HungPlacement())
+        self.hung = self.useFixture(processes.HangingServer())
         return placement_client.PlacementClient.from_endpoint(
-            self.hung.endpoint, embedded.NOAUTH_HEADERS, timeout=30)
+            self.hung.url, embedded.NOAUTH_HEADERS, timeout=30)
 
     def hang(self, chain, body):
         """Project A's call, waiting for Placement when this returns."""
