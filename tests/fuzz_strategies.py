@@ -654,7 +654,14 @@ FACTORS = [-1000, -1, -0.5, 0, 1e-300, 1e308, 2 ** 63, 10 ** 30, '-1000',
 #: What the ledger holds when the request under test comes (see
 #: :func:`enforcement_scenarios`).
 STORIES = ('plain', 'plain', 'plain', 'poison', 'other-project',
-           'after-end', 'after-update', 'id-clash', 'factors')
+           'after-end', 'after-update', 'id-clash', 'factors', 'odd-ids')
+#: Where the ``odd-ids`` story puts one of :data:`ODD_IDS`.
+ID_PATHS = [('context', 'project_id'), ('context', 'user_id'),
+            ('lease', 'name'), ('lease', 'id'),
+            ('lease', 'reservations', 0, 'allocations', 0,
+             'hypervisor_hostname'),
+            ('lease', 'reservations', 0, 'network_id'),
+            ('lease', 'reservations', 0, 'resource_type')]
 
 
 def _create(project, lease):
@@ -677,7 +684,10 @@ def enforcement_scenarios(draw, kind):
       updated;
     * ``id-clash``: two leases, and the request gives one the other's ID;
     * ``factors``: a host lease whose hosts' ``su_factor`` is negative,
-      huge, not finite or not a number.
+      huge, not finite or not a number;
+    * ``odd-ids``: a name or ID of the request (project, user, lease name
+      and ID, host name...) that a database column cannot hold: NUL, a
+      lone surrogate, more than 255 characters.
 
     In every story but ``plain`` the request under test gets at most one
     mutation, so that it meets the state the story made.
@@ -733,13 +743,15 @@ def enforcement_scenarios(draw, kind):
         steps.append(_create(project, lease))
         current = lease
         lease = dict(copy.deepcopy(lease), id=LEASE_IDS[1])
-    else:
+    elif story == 'factors':
         factor = draw(st.sampled_from(FACTORS))
         lease['reservations'] = [builders.hosts(
             *draw(st.lists(st.sampled_from(HOSTS), min_size=1, max_size=3,
                            unique=True)), su_factor=factor)]
         if kind != 'check-create':
             steps.append(_create(project, lease))
+    elif story == 'odd-ids' and kind != 'check-create':
+        steps.append(_create(project, lease))
     if story == 'plain' and draw(st.integers(0, 9)) == 0:
         document = _spec_body(kind)
     elif kind == 'check-update':
@@ -748,9 +760,23 @@ def enforcement_scenarios(draw, kind):
         document = _body(kind, project, lease, current)
     else:
         document = _body(kind, project, lease)
+    if story == 'odd-ids':
+        document = copy.deepcopy(document)   # the setup shares its lease
+        paths = [p for p in ID_PATHS if _has(document, p)]
+        document = _set(document, draw(st.sampled_from(paths)),
+                        draw(st.sampled_from(ODD_IDS)))
+        mutations = 0
     steps.append(draw(_transported(kind, draw(mutated(
         document, max_mutations=mutations)))))
     return Scenario(tuple(steps))
+
+
+def _has(document, path):
+    try:
+        _get(document, path)
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
 
 
 # --- admin API scenarios --------------------------------------------------
@@ -893,8 +919,8 @@ def admin_requests(draw):
 @st.composite
 def admin_scenarios(draw):
     """Up to two admin calls, then the one under test."""
-    steps = draw(st.lists(admin_requests(), min_size=1, max_size=3))
-    return Scenario(tuple(steps))
+    setup = draw(st.lists(admin_requests(), max_size=2))
+    return Scenario(tuple(setup) + (draw(admin_requests()),))
 
 
 def scenarios(endpoint):

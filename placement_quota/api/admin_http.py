@@ -86,6 +86,10 @@ def raw_path(environ):
     return raw
 
 
+#: The longest lease ID (or other segment) the ledger's columns hold.
+MAX_SEGMENT = 255
+
+
 def segment(text, field):
     """A decoded path segment other than the account ID."""
     try:
@@ -96,6 +100,14 @@ def segment(text, field):
     if not value:
         raise util.HTTPError(400, '%s must not be empty' % field,
                              field=field)
+    if len(value) > MAX_SEGMENT or any(
+            ord(c) < 32 or 127 <= ord(c) < 160 or 0xd800 <= ord(c) < 0xe000
+            for c in value):
+        raise util.HTTPError(
+            400, '%s %r is not an ID the ledger can hold: at most %d '
+            'characters, no control characters' % (field, value,
+                                                   MAX_SEGMENT),
+            field=field, value=value)
     return value
 
 

@@ -76,3 +76,21 @@ class TestStrictAdminBodies(testtools.TestCase):
         error = self.assertRaises(util.HTTPError, admin_http.loads,
                                   b'[' * 100000 + b']' * 100000)
         self.assertEqual((400, 'body'), (error.status, error.body['field']))
+
+
+class TestPathSegments(testtools.TestCase):
+
+    def test_a_nul_in_a_lease_id_segment_is_refused_naming_the_field(self):
+        error = self.assertRaises(util.HTTPError, admin_http.segment, '%00',
+                                  'lease_id')
+        self.assertEqual((400, 'lease_id'),
+                         (error.status, error.body['field']))
+
+    def test_a_lease_id_longer_than_the_ledger_holds_is_refused(self):
+        error = self.assertRaises(util.HTTPError, admin_http.segment,
+                                  'a' * 256, 'lease_id')
+        self.assertEqual(400, error.status)
+
+    def test_an_ordinary_lease_id_is_decoded(self):
+        self.assertEqual('lease 1', admin_http.segment('lease%201',
+                                                       'lease_id'))
