@@ -121,20 +121,20 @@ def _digits_up_to(limit):
 # Blazar passes the amounts of a reservation as the user sent them: an
 # integer or a string of digits (a few leading zeros and surrounding
 # blanks are fine, as Python's int() reads them).
-_COUNT = {
-    'description': 'a whole number from 0 to %d (an integer or a string of '
-                   'digits)' % MAX_INT,
-    'anyOf': [{'type': 'integer', 'minimum': 0, 'maximum': MAX_INT},
-              {'type': 'string', 'pattern': r'^\s*0{0,10}(0|%s)\s*$'
-                                            % _digits_up_to(MAX_INT)}],
-}
-_POSITIVE_COUNT = {
-    'description': 'a whole number from 1 to %d (an integer or a string of '
-                   'digits)' % MAX_INT,
-    'anyOf': [{'type': 'integer', 'minimum': 1, 'maximum': MAX_INT},
-              {'type': 'string', 'pattern': r'^\s*0{0,10}%s\s*$'
-                                            % _digits_up_to(MAX_INT)}],
-}
+def _count(minimum):
+    """The schema of a count from ``minimum`` (0 or 1) to MAX_INT."""
+    digits = _digits_up_to(MAX_INT)
+    if minimum == 0:
+        digits = '(0|%s)' % digits
+    integer = {'type': 'integer', 'minimum': minimum, 'maximum': MAX_INT}
+    string = {'type': 'string', 'pattern': r'^\s*0{0,10}%s\s*$' % digits}
+    return {'description': 'a whole number from %d to %d (an integer or a '
+                           'string of digits)' % (minimum, MAX_INT),
+            'anyOf': [integer, string]}
+
+
+_COUNT = _count(0)
+_POSITIVE_COUNT = _count(1)
 # Characters that end or forge a log line, or that a terminal interprets:
 # C0 (NUL, \n, \r, ESC...), DEL, C1 (NEL...), the Unicode line and
 # paragraph separators.

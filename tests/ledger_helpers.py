@@ -18,6 +18,9 @@ import uuid
 
 from placement_quota.ledger import models
 from placement_quota.ledger import store
+from placement_quota.placement import client as placement_client
+from placement_quota.placement import embedded
+from tests.fixtures import placement as placement_fixtures
 
 
 class LedgerHelpers:
@@ -49,6 +52,15 @@ class LedgerHelpers:
 class PlacementHelpers:
     """For a test case with a ``placement_client`` (a
     :class:`~placement_quota.placement.client.PlacementClient`)."""
+
+    def in_process_placement(self):
+        """Set :attr:`placement_client` to a client of this process's
+        embedded Placement (behind wsgi-intercept) and return it."""
+        fixture = self.useFixture(placement_fixtures.PlacementInProcess())
+        self.placement_client = \
+            placement_client.PlacementClient.from_endpoint(
+                fixture.endpoint, embedded.NOAUTH_HEADERS)
+        return self.placement_client
 
     def compute_node(self, vcpus=8, memory_mb=8192, disk_gb=100):
         """A resource provider with this inventory; its name and UUID."""

@@ -54,25 +54,25 @@ class _Check(show.ShowOne):
         except OSError as exc:
             main.fail('cannot read %s: %s' % (path, exc.strerror or exc))
 
+    def _invalid(self, exc):
+        """Bad input (exit 2): the payload, or a value a filter refused."""
+        self.app.stderr.write('placement-quota: invalid payload: %s\n' % exc)
+        self.exit_status = BAD_INPUT
+        return ('decision', 'message'), ('invalid', str(exc))
+
     def take_action(self, parsed_args):
         body = self._read(parsed_args.file)
         try:
             request = lease_model.parse_body(self.kind, body)
         except lease_model.PayloadError as exc:
-            self.app.stderr.write('placement-quota: invalid payload: %s\n'
-                                  % exc)
-            self.exit_status = BAD_INPUT
-            return ('decision', 'message'), ('invalid', str(exc))
+            return self._invalid(exc)
         chain = serve.load_chain(main.config(self), common.services(self))
         columns = ('decision', 'filter', 'message', 'filters run')
         try:
             chain.run(request)
         except lease_model.PayloadError as exc:
             # A filter refused a value of the payload (su_factor...).
-            self.app.stderr.write('placement-quota: invalid payload: %s\n'
-                                  % exc)
-            self.exit_status = BAD_INPUT
-            return ('decision', 'message'), ('invalid', str(exc))
+            return self._invalid(exc)
         except base.EnforcementDenied as denial:
             self.exit_status = DENIED
             return columns, ('denied', denial.filter_name, str(denial),

@@ -122,14 +122,14 @@ class Ledger:
                             'SET LOCAL statement_timeout = 0')
                     alembic.command.upgrade(_alembic_config(connection),
                                             revision)
-        except sa_exc.OperationalError as exc:
-            raise errors.LedgerError(
-                'Cannot migrate the ledger at %s: %s'
-                % (self.describe(), exc.orig))
-        except errors.LedgerUnavailable as exc:
-            raise errors.LedgerError(
-                'Cannot migrate the ledger at %s: %s'
-                % (self.describe(), exc))
+        except (sa_exc.OperationalError, errors.LedgerUnavailable) as exc:
+            raise self._failed('Cannot migrate', exc)
+
+    def _failed(self, what, exc):
+        """``what the ledger at URL: reason`` as a LedgerError (an
+        OperationalError's reason is its driver error)."""
+        return errors.LedgerError('%s the ledger at %s: %s' % (
+            what, self.describe(), getattr(exc, 'orig', None) or exc))
 
     def current_revision(self):
         with self.engine.connect() as connection:
@@ -146,14 +146,8 @@ class Ledger:
     def check_version(self):
         try:
             current = self.current_revision()
-        except sa_exc.OperationalError as exc:
-            raise errors.LedgerError(
-                'Cannot reach the ledger at %s: %s'
-                % (self.describe(), exc.orig))
-        except errors.LedgerUnavailable as exc:
-            raise errors.LedgerError(
-                'Cannot reach the ledger at %s: %s'
-                % (self.describe(), exc))
+        except (sa_exc.OperationalError, errors.LedgerUnavailable) as exc:
+            raise self._failed('Cannot reach', exc)
         head = self.head_revision()
         if current != head:
             raise errors.LedgerError(

@@ -16,13 +16,10 @@ import datetime
 
 from placement_quota.filters import capacity
 from placement_quota.ledger import models
-from placement_quota.placement import client as placement_client
-from placement_quota.placement import embedded
 from tests.builders import day
 from tests.builders import hosts
 from tests.builders import instances
 from tests.builders import lease
-from tests.fixtures import placement as placement_fixtures
 from tests import ledger_helpers
 from tests.unit.filters import base
 
@@ -33,11 +30,7 @@ class TestPlacementCapacityFilter(ledger_helpers.PlacementHelpers,
     filter_class = capacity.PlacementCapacityFilter
 
     def placement(self):
-        fixture = self.useFixture(placement_fixtures.PlacementInProcess())
-        self.placement_client = \
-            placement_client.PlacementClient.from_endpoint(
-                fixture.endpoint, embedded.NOAUTH_HEADERS)
-        return self.placement_client
+        return self.in_process_placement()
 
     def setUp(self):
         super().setUp()

@@ -28,7 +28,6 @@ from tests.builders import hosts
 from tests.builders import instances
 from tests.builders import lease
 from tests.builders import network
-from tests.fixtures import placement as placement_fixtures
 from tests.fixtures import process as processes
 from tests import ledger_helpers
 from tests.unit.filters import base
@@ -152,11 +151,7 @@ class TestPlacementBeforeTheLock(ledger_helpers.PlacementHelpers,
     filter_class = capacity.PlacementCapacityFilter
 
     def placement(self):
-        fixture = self.useFixture(placement_fixtures.PlacementInProcess())
-        self.placement_client = \
-            placement_client.PlacementClient.from_endpoint(
-                fixture.endpoint, embedded.NOAUTH_HEADERS)
-        self.guarded = NotWhileLocked(self.placement_client, self)
+        self.guarded = NotWhileLocked(self.in_process_placement(), self)
         return self.guarded
 
     def setUp(self):
