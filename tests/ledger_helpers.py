@@ -33,7 +33,7 @@ class LedgerHelpers:
 
     def live_entries(self, project=None):
         return [row for row in self.entries(project)
-                if row.state != models.DENIED]
+                if row.state not in models.NOT_COUNTED]
 
     def states(self, project=None):
         return [row.state for row in self.entries(project)]

@@ -151,7 +151,7 @@ def usage_summary(txn, project_id, start, end):
                        'charged': store.from_micro(row.charged)})
     intervals = [window.Interval(row.start_date, row.effective_end,
                                  row.amounts or {})
-                 for row in leases if row.state != models.DENIED]
+                 for row in leases if row.state not in models.NOT_COUNTED]
     if end is None:
         end = max([i.end for i in intervals] + [now])
         if end <= start:

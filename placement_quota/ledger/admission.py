@@ -27,7 +27,12 @@ when every filter allowed it, records the outcome:
   payload (400, field ``lease.id``): Blazar never changes a lease's ID;
 * on-end: the entry closed at the actual end (now, within the lease's
   dates) and the unused part of its charge refunded; a second on-end finds
-  it closed and changes nothing.
+  it closed and changes nothing (ledger/transitions.py).
+
+The entry of an update or an end is found by the lease's ID, else by the
+fingerprint, else by the shape of the current lease Blazar sends
+(ledger/keys.py), and takes the lease's ID there: two leases with one name
+keep their own entries, and a renamed lease is still found.
 
 A lease is only ever looked for in the project of the request: a lease ID
 of another project finds nothing (:meth:`~placement_quota.ledger.store.
@@ -54,6 +59,7 @@ from placement_quota.ledger import accounting
 from placement_quota.ledger import keys
 from placement_quota.ledger import models
 from placement_quota.ledger import store
+from placement_quota.ledger import transitions
 from placement_quota.ledger import window
 
 LOG = logging.getLogger(__name__)
@@ -91,11 +97,23 @@ class Admission:
         self.hourly_rate = 0
         self.allocation_id = None
         old = current_lease if kind == CHECK_UPDATE else lease
-        self.key = keys.provisional_key(self.project_id, lease)
         self.entry = None
         if kind != CHECK_CREATE:
-            self.entry = txn.find(self.project_id, keys.lease_id(old),
-                                  keys.provisional_key(self.project_id, old))
+            self.entry = txn.find(
+                self.project_id, keys.lease_id(old),
+                keys.fingerprint(self.project_id, context.user_id, old),
+                keys.shape(self.project_id, old))
+        self.name = _text(lease.values.get('name'))
+        if self.name is None and kind == CHECK_UPDATE:
+            # Blazar's update values carry no name unless it changes.
+            self.name = (_text(current_lease.values.get('name')) or
+                         (self.entry.name if self.entry is not None
+                          else None))
+        named = lease
+        if self.name is not None and lease.values.get('name') != self.name:
+            named = dict(keys.values_of(lease), name=self.name)
+        self.key = keys.fingerprint(self.project_id, context.user_id, named)
+        self.shape = keys.shape(self.project_id, lease)
         if kind == CHECK_UPDATE:
             self._check_update()
 
@@ -214,8 +232,8 @@ class Admission:
             lease_id=(keys.lease_id(self.lease) or
                       (keys.lease_id(self.current_lease)
                        if self.current_lease is not None else None)),
-            provisional_key=self.key,
-            name=_text(self.lease.values.get('name')),
+            provisional_key=self.key, shape_key=self.shape,
+            name=self.name,
             user_id=self.context.user_id,
             start_date=self.start, end_date=self.end,
             effective_end=self.end,
@@ -239,8 +257,14 @@ class Admission:
 
     def _replace(self):
         values = self._entry_values()
-        if values['lease_id'] is None:
+        if values['lease_id'] is None or self.entry.lease_id is not None:
             values['lease_id'] = self.entry.lease_id
+        elif self.txn.lease_id_holder(values['lease_id']) is not None:
+            values['lease_id'] = None
+        if self.entry.state == models.ABANDONED:
+            # Blazar updates the lease: it exists after all.
+            transitions.reopen(self.txn, self.entry)
+            self.entry = self.txn.entry(self.entry.id)
         if self.priced:
             delta = self.charge_delta()
             values['charged'] = self.entry.charged + delta
@@ -254,27 +278,8 @@ class Admission:
             LOG.info('on-end for a lease of project %s that the ledger does '
                      'not hold; nothing to close.', self.project_id)
             return
-        if entry.state == models.TERMINATED:
-            LOG.info('on-end for ledger entry %d again: already closed at '
-                     '%s; nothing more to refund.', entry.id,
-                     entry.effective_end)
-            return
-        actual_end = min(max(self.now, entry.start_date), entry.end_date)
-        used = store.cost(entry.hourly_rate, entry.start_date, actual_end)
-        refund = max(0, entry.charged - used)
-        values = dict(state=models.TERMINATED, effective_end=actual_end,
-                      ended_at=self.now, charged=entry.charged - refund)
-        lease_id = keys.lease_id(self.lease)
-        if lease_id and entry.lease_id is None:
-            if self.txn.lease_id_holder(lease_id) is None:
-                values['lease_id'] = lease_id
-            else:
-                LOG.warning('on-end of ledger entry %d carries lease ID %s, '
-                            'which another entry holds; closed without it.',
-                            entry.id, lease_id)
-        self.txn.update(entry.id, **values)
-        self.txn.charge(self.project_id, entry.id, entry.allocation_id,
-                        -refund, models.REFUND_END)
+        transitions.close(self.txn, entry, self.now,
+                          lease_id=keys.lease_id(self.lease))
 
 
 def _text(value):
@@ -317,8 +322,9 @@ def record_denied(ledger, context, lease, message):
         with ledger.transaction() as txn:
             txn.insert(project_id=context.project_id,
                        lease_id=None,
-                       provisional_key=keys.provisional_key(
-                           context.project_id, lease),
+                       provisional_key=keys.fingerprint(
+                           context.project_id, context.user_id, lease),
+                       shape_key=keys.shape(context.project_id, lease),
                        name=_text(lease.values.get('name')),
                        user_id=context.user_id,
                        start_date=lease.start_date, end_date=lease.end_date,

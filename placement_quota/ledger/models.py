@@ -29,12 +29,22 @@ PENDING = 'pending'
 ACTIVE = 'active'
 TERMINATED = 'terminated'
 DENIED = 'denied'
-STATES = (PENDING, ACTIVE, TERMINATED, DENIED)
+#: A check-create whose lease Blazar never created (the notification
+#: listener saw none in time): its charge released, counted toward nothing;
+#: a late ``lease.create`` reopens it.
+ABANDONED = 'abandoned'
+STATES = (PENDING, ACTIVE, TERMINATED, DENIED, ABANDONED)
+#: States whose entries count toward nothing.
+NOT_COUNTED = (DENIED, ABANDONED)
 
 #: Charge kinds.
 CHARGE_CREATE = 'create'
 CHARGE_UPDATE = 'update'
 REFUND_END = 'end'
+#: The whole charge of an abandoned entry released, and charged again when
+#: it is reopened.
+REFUND_ABANDON = 'abandon'
+CHARGE_REOPEN = 'reopen'
 
 #: The cloud-wide lock (the capacity policy's); the lock order of every
 #: writer is in ledger/locks.py.
@@ -54,8 +64,14 @@ leases = sa.Table(
     sa.Column('project_id', sa.String(255), nullable=False),
     # Blazar's lease UUID when it sends one; reconciled later otherwise.
     sa.Column('lease_id', sa.String(255), nullable=True, unique=True),
-    # Deterministic key of a lease that has no ID yet (see keys.py).
+    # The fingerprint of what was last seen of the lease, and its shape
+    # (the fingerprint without name and user): how a lease is found before
+    # its ID is bound (see keys.py).
     sa.Column('provisional_key', sa.String(64), nullable=False),
+    sa.Column('shape_key', sa.String(64), nullable=True),
+    # Blazar's updated_at of the last notification applied: an older one
+    # delivered late changes nothing.
+    sa.Column('notified_at', sa.DateTime, nullable=True),
     sa.Column('name', sa.String(255), nullable=True),
     sa.Column('user_id', sa.String(255), nullable=True),
     sa.Column('start_date', sa.DateTime, nullable=False),
@@ -92,6 +108,7 @@ leases = sa.Table(
     sa.Index('ix_leases_start', 'start_date'),
     sa.Index('ix_leases_duration', 'duration_s'),
     sa.Index('ix_leases_provisional_key', 'provisional_key'),
+    sa.Index('ix_leases_shape_key', 'shape_key'),
 )
 
 credit_allocations = sa.Table(

@@ -206,6 +206,11 @@ class Ledger:
         self.watchdog.close()
 
 
+#: The states in which an entry bound to no lease ID can be matched to a
+#: lease by fingerprint or shape.
+MATCHABLE = (models.PENDING, models.ACTIVE, models.ABANDONED)
+
+
 def _is_lock_timeout(exc):
     text = str(exc.orig).lower()
     return ('lock timeout' in text or 'database is locked' in text or
@@ -269,21 +274,57 @@ class Transaction:
 
     # --- leases ---------------------------------------------------------
 
-    def find(self, project_id, lease_id, provisional_key):
-        """The live (not denied) entry of a lease of ``project_id``, by
-        ID, then by key. Another project's entry is never found, whatever
-        ID a request carries."""
+    def find(self, project_id, lease_id, fingerprint=None, shape=None,
+             any_project=False):
+        """The entry of a lease of ``project_id`` (see ledger/keys.py): the
+        one bound to ``lease_id``; else the oldest entry bound to no lease
+        ID and not closed whose fingerprint, then whose shape, matches.
+        Denied entries are never found. Another project's entry is never
+        found, whatever ID a request carries, unless ``any_project`` (a
+        trusted source: Blazar's notifications)."""
         t = models.leases
-        base = sa.select(t).where(t.c.state != models.DENIED,
-                                  t.c.project_id == project_id)
         if lease_id:
-            row = self.connection.execute(
-                base.where(t.c.lease_id == lease_id)).first()
+            query = sa.select(t).where(t.c.lease_id == lease_id,
+                                       t.c.state != models.DENIED)
+            if not any_project:
+                query = query.where(t.c.project_id == project_id)
+            row = self.connection.execute(query).first()
             if row is not None:
                 return row
+        for column, key in ((t.c.provisional_key, fingerprint),
+                            (t.c.shape_key, shape)):
+            if not key:
+                continue
+            rows = self.connection.execute(
+                sa.select(t).where(
+                    t.c.project_id == project_id, t.c.lease_id.is_(None),
+                    t.c.state.in_(MATCHABLE), column == key)
+                .order_by(t.c.id).limit(2)).all()
+            if len(rows) > 1:
+                LOG.info('Lease %s of project %s matches more than one '
+                         'ledger entry by its %s (entries %d, %d...): '
+                         'taking the oldest, %d.', lease_id or '(no ID)',
+                         project_id, 'fingerprint'
+                         if column is t.c.provisional_key else 'shape',
+                         rows[0].id, rows[1].id, rows[0].id)
+            if rows:
+                return rows[0]
+        return None
+
+    def unbound_pending(self, created_before):
+        """``[(id, project_id)]`` of the pending entries bound to no lease
+        ID recorded before ``created_before``, oldest first."""
+        t = models.leases
+        return [tuple(row) for row in self.connection.execute(
+            sa.select(t.c.id, t.c.project_id).where(
+                t.c.state == models.PENDING, t.c.lease_id.is_(None),
+                t.c.created_at < created_before).order_by(t.c.id))]
+
+    def entry(self, row_id):
+        """The entry of ledger row ``row_id``, or None."""
+        t = models.leases
         return self.connection.execute(
-            base.where(t.c.provisional_key == provisional_key)
-            .order_by(t.c.id.desc())).first()
+            sa.select(t).where(t.c.id == row_id)).first()
 
     def lease_id_holder(self, lease_id):
         """The ``(id, project_id)`` of the entry holding ``lease_id``, of
@@ -304,7 +345,7 @@ class Transaction:
         if with_lease:
             columns.append(t.c.lease)
         query = sa.select(*columns).where(
-            t.c.state != models.DENIED, t.c.effective_end > start,
+            t.c.state.notin_(models.NOT_COUNTED), t.c.effective_end > start,
             t.c.start_date < end)
         if project_ids is not None:
             project_ids = list(project_ids)
@@ -332,10 +373,10 @@ class Transaction:
         # entries count toward nothing, not even this bound.
         longest = self.connection.execute(
             sa.select(sa.func.max(t.c.duration_s))
-            .where(t.c.state != models.DENIED)).scalar() or 0
+            .where(t.c.state.notin_(models.NOT_COUNTED))).scalar() or 0
         query = sa.select(*columns).where(
             t.c.start_date < end, t.c.effective_end > start,
-            t.c.state != models.DENIED,
+            t.c.state.notin_(models.NOT_COUNTED),
             (t.c.instance_vcpus + t.c.instance_memory_mb +
              t.c.instance_disk_gb) > 0)
         earliest = earliest_start(start, longest)
@@ -475,7 +516,7 @@ def state_at(row, now):
     """The lease state of an entry at ``now``: recorded terminated or
     denied, else pending before its start, active inside it, terminated
     after its end."""
-    if row.state in (models.TERMINATED, models.DENIED):
+    if row.state in (models.TERMINATED,) + models.NOT_COUNTED:
         return row.state
     if now < row.start_date:
         return models.PENDING

@@ -54,7 +54,7 @@ class TestDbSync(LedgerCLITestCase):
     def test_sync_creates_the_tables_at_the_head_revision(self):
         result = self.run_cli('db', 'sync')
         self.assertEqual(0, result.returncode, result.stderr)
-        self.assertIn('is at schema revision 0002', result.stdout)
+        self.assertIn('is at schema revision 0003', result.stdout)
 
     def test_sync_twice_changes_nothing(self):
         self.run_cli('db', 'sync')

@@ -82,13 +82,15 @@ class TestCreate(AdmissionTestCase):
         self.assertEqual((8, 'cn'), (entry.instance_vcpus,
                                      entry.instance_hosts))
 
-    def test_entry_is_keyed_on_the_project_and_the_lease_name(self):
+    def test_entry_is_keyed_on_the_fingerprint_of_what_check_create_saw(
+            self):
         body = lease(day(2), day(4), name='l')
         self.admit_create(body)
         entry, = self.entries()
-        self.assertEqual(keys.provisional_key(
-            self.project, lease_model.Lease.coerce(body)),
-            entry.provisional_key)
+        self.assertEqual(
+            (keys.fingerprint(self.project, 'u', body),
+             keys.shape(self.project, body)),
+            (entry.provisional_key, entry.shape_key))
 
     def test_create_denied_inside_the_admission_records_nothing(self):
         self.deny_inside(admission.CHECK_CREATE, lease(day(2), day(3)))

@@ -1,0 +1,167 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The life of a ledger entry after its admission, inside a locked
+transaction: bound to Blazar's lease ID, started, its window corrected,
+closed with the refund of its unused part, abandoned and reopened.
+
+Every function reads the entry's current state from the row it is given
+(read in the same transaction, under the project's lock) and is
+idempotent: closing a closed entry refunds nothing, binding a bound entry
+changes nothing. That is what makes every refund happen exactly once,
+whichever of the paths that close an entry (the on-end call, Blazar's
+``lease.delete`` or ``lease.event.end_lease`` notification, reconcile's
+fix) comes first.
+
+States::
+
+    pending --start--> active --close--> terminated
+       |                                     ^
+       +-------------close-------------------+
+       |
+       +--abandon--> abandoned --reopen--> pending
+"""
+
+from oslo_log import log as logging
+
+from placement_quota.ledger import models
+from placement_quota.ledger import store
+
+LOG = logging.getLogger(__name__)
+
+
+def describe(entry):
+    """How a log line names an entry."""
+    return 'ledger entry %d (lease %s of project %s)' % (
+        entry.id, entry.lease_id or entry.name or 'without ID',
+        entry.project_id)
+
+
+def bind(txn, entry, lease_id):
+    """Bind ``entry`` to Blazar's ``lease_id``; False when it is bound to
+    another ID or another entry holds that one (nothing changes then)."""
+    if not lease_id or entry.lease_id == lease_id:
+        return bool(lease_id)
+    if entry.lease_id is not None:
+        LOG.warning('%s is bound to another lease ID; not binding %s.',
+                    describe(entry), lease_id)
+        return False
+    holder = txn.lease_id_holder(lease_id)
+    if holder is not None:
+        LOG.warning('Lease ID %s is bound to ledger entry %d already; not '
+                    'binding it to entry %d too.', lease_id, holder.id,
+                    entry.id)
+        return False
+    txn.update(entry.id, lease_id=lease_id)
+    LOG.info('%s bound to lease %s.', describe(entry), lease_id)
+    return True
+
+
+def close(txn, entry, at, lease_id=None):
+    """Close ``entry`` at ``at`` (the lease's actual end, kept within its
+    dates) and refund the unused part of its charge. Returns the
+    micro-credits refunded; 0 and no change when it is closed already.
+
+    An abandoned entry that is closed did exist in Blazar after all: it is
+    charged what it used.
+    """
+    if entry.state in (models.TERMINATED, models.DENIED):
+        LOG.info('%s is closed already (at %s); nothing more to refund.',
+                 describe(entry), entry.effective_end)
+        return 0
+    actual_end = min(max(at, entry.start_date), entry.end_date)
+    used = store.cost(entry.hourly_rate, entry.start_date, actual_end)
+    if entry.state == models.ABANDONED:
+        charged = used
+        kind = models.CHARGE_REOPEN
+    else:
+        charged = min(entry.charged, used)
+        kind = models.REFUND_END
+    values = dict(state=models.TERMINATED, effective_end=actual_end,
+                  ended_at=txn.now, charged=charged)
+    if lease_id and entry.lease_id is None:
+        if txn.lease_id_holder(lease_id) is None:
+            values['lease_id'] = lease_id
+        else:
+            LOG.warning('The end of %s carries lease ID %s, which another '
+                        'entry holds; closed without it.', describe(entry),
+                        lease_id)
+    txn.update(entry.id, **values)
+    txn.charge(entry.project_id, entry.id, entry.allocation_id,
+               charged - entry.charged, kind)
+    refund = entry.charged - charged
+    LOG.info('%s closed at %s; %d micro-credits refunded.', describe(entry),
+             actual_end, max(0, refund))
+    return max(0, refund)
+
+
+def start(txn, entry):
+    """Record that Blazar started the lease; False when the entry is
+    closed (a late start changes nothing)."""
+    if entry.state == models.ABANDONED:
+        reopen(txn, entry)
+    elif entry.state != models.PENDING:
+        return entry.state == models.ACTIVE
+    txn.update(entry.id, state=models.ACTIVE)
+    return True
+
+
+def set_window(txn, entry, start_date, end_date):
+    """Move ``entry`` to Blazar's dates, priced at its hourly rate (the
+    difference charged or refunded). Returns the micro-credits charged
+    (negative: refunded); 0 when the dates are the same or it is
+    closed."""
+    if entry.state in (models.TERMINATED, models.DENIED) or (
+            entry.start_date == start_date and entry.end_date == end_date):
+        return 0
+    if end_date <= start_date:
+        raise ValueError('end_date %s is not after start_date %s'
+                         % (end_date, start_date))
+    delta = 0
+    if entry.state != models.ABANDONED and entry.hourly_rate:
+        delta = store.cost(entry.hourly_rate, start_date, end_date) - \
+            entry.charged
+    txn.update(entry.id, start_date=start_date, end_date=end_date,
+               effective_end=end_date, charged=entry.charged + delta)
+    txn.charge(entry.project_id, entry.id, entry.allocation_id, delta,
+               models.CHARGE_UPDATE)
+    LOG.info('%s moved to %s - %s; %d micro-credits charged.',
+             describe(entry), start_date, end_date, delta)
+    return delta
+
+
+def abandon(txn, entry):
+    """Release the charge of a pending entry whose lease Blazar never
+    created; it then counts toward nothing. Returns whether it was
+    abandoned: only a pending entry bound to no lease is."""
+    if entry.state != models.PENDING or entry.lease_id is not None:
+        return False
+    txn.update(entry.id, state=models.ABANDONED, charged=0)
+    txn.charge(entry.project_id, entry.id, entry.allocation_id,
+               -entry.charged, models.REFUND_ABANDON)
+    LOG.warning('%s abandoned: Blazar sent no lease.create for it; %d '
+                'micro-credits released.', describe(entry), entry.charged)
+    return True
+
+
+def reopen(txn, entry):
+    """An abandoned entry whose lease Blazar did create after all: pending
+    again, charged its window at its hourly rate. Returns the
+    micro-credits charged."""
+    if entry.state != models.ABANDONED:
+        return 0
+    charge = store.cost(entry.hourly_rate, entry.start_date, entry.end_date)
+    txn.update(entry.id, state=models.PENDING, charged=charge)
+    txn.charge(entry.project_id, entry.id, entry.allocation_id, charge,
+               models.CHARGE_REOPEN)
+    LOG.info('%s reopened: Blazar did create its lease; %d micro-credits '
+             'charged again.', describe(entry), charge)
+    return charge
