@@ -26,13 +26,14 @@ from placement_quota.conf import enforcement
 from placement_quota.conf import external
 from placement_quota.conf import keystone
 from placement_quota.conf import ledger
+from placement_quota.conf import lifecycle
 from placement_quota.conf import limits
 from placement_quota.conf import nova
 from placement_quota.conf import placement
 from placement_quota.conf import reconcile
 
 MODULES = (accounts, admin_api, api, enforcement, external, keystone,
-           ledger, limits, nova, placement, reconcile)
+           ledger, lifecycle, limits, nova, placement, reconcile)
 
 
 def register_opts(conf):

@@ -18,6 +18,7 @@ from placement_quota.conf import enforcement
 from placement_quota.conf import external
 from placement_quota.conf import keystone
 from placement_quota.conf import ledger
+from placement_quota.conf import lifecycle
 from placement_quota.conf import limits
 from placement_quota.conf import nova
 from placement_quota.conf import placement
@@ -35,7 +36,8 @@ def list_opts():
                 filter_opts.append(opt)
     groups = {}
     for module in (accounts, admin_api, api, enforcement, external,
-                   keystone, ledger, limits, nova, placement, reconcile):
+                   keystone, ledger, lifecycle, limits, nova, placement,
+                   reconcile):
         groups.update(module.list_opts())
     groups.update(scheduler.list_opts())
     groups[enforcement.GROUP] = (list(groups[enforcement.GROUP]) +

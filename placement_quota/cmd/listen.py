@@ -1,0 +1,75 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``placement-quota listen``: follow Blazar's lease notifications into the
+ledger, until SIGTERM or SIGINT."""
+
+import logging as std_logging
+
+from cliff import command
+from oslo_log import log as logging
+import oslo_messaging
+
+from placement_quota.cmd import common
+from placement_quota.cmd import main
+from placement_quota.ledger import errors as ledger_errors
+
+LOG = logging.getLogger(__name__)
+
+
+class Listen(command.Command):
+    """Follow Blazar's lease notifications (lease.create, lease.update,
+    lease.delete, lease.event.*) into the ledger; runs until stopped.
+
+    Blazar publishes them when blazar.conf has::
+
+        [oslo_messaging_notifications]
+        driver = messagingv2
+        transport_url = rabbit://USER:PASSWORD@HOST:5672/
+
+    and this command reads the same broker (``[lifecycle] transport_url``
+    of placement-quota.conf, or its ``[oslo_messaging_notifications]`` or
+    ``[DEFAULT] transport_url``) through a queue of its own (``[lifecycle]
+    pool``).
+    """
+
+    def take_action(self, parsed_args):
+        # Imported here: ``placement-quota --help`` need not load
+        # oslo.messaging's drivers.
+        from placement_quota.lifecycle import listener
+
+        conf = main.config(self)
+        if not conf.debug:
+            std_logging.getLogger().setLevel(std_logging.INFO)
+        services = common.services(self)
+        try:
+            services.ledger  # a ledger at the wrong schema fails here
+        except ledger_errors.LedgerError as exc:
+            main.fail('cannot use the ledger: %s' % exc)
+        try:
+            listener.run(conf, services, on_ready=self._say_listening)
+        except (oslo_messaging.InvalidTransportURL,
+                oslo_messaging.DriverLoadFailure) as exc:
+            main.fail('cannot reach the message broker: %s' % exc)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            services.close()
+        return 0
+
+    def _say_listening(self, lifecycle_listener):
+        conf = lifecycle_listener.conf
+        self.app.stdout.write(
+            'placement-quota listening to Blazar\'s lease notifications on '
+            '%s (exchange %s, topics %s, pool %s)\n'
+            % (lifecycle_listener.transport_url, conf.lifecycle.exchange,
+               ', '.join(conf.lifecycle.topics), conf.lifecycle.pool))
+        self.app.stdout.flush()
