@@ -13,6 +13,7 @@
 admitting concurrently never pass a limit together."""
 
 import concurrent.futures
+import datetime
 import json
 import os
 import re
@@ -26,6 +27,7 @@ import testtools
 
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import store
+from placement_quota.lifecycle import events
 from tests.fixtures import postgresql
 from tests.functional.ledger import base
 
@@ -93,10 +95,8 @@ class ServiceProcess:
             self.process.wait()
 
 
-class TestTwoServiceProcesses(PostgreSQLTestCase):
-    """Two service processes, 16 threads, one project at its limit."""
-
-    requests_sent = 40
+class ServiceProcessesTestCase(PostgreSQLTestCase):
+    """Two ``placement-quota serve`` processes on one PostgreSQL ledger."""
 
     def start_services(self, filters, extra=''):
         directory = self.useFixture(fixtures.TempDir()).path
@@ -121,6 +121,12 @@ class TestTwoServiceProcesses(PostgreSQLTestCase):
             self.addCleanup(service.stop)
             services.append(service)
         return services
+
+
+class TestTwoServiceProcesses(ServiceProcessesTestCase):
+    """Two service processes, 16 threads, one project at its limit."""
+
+    requests_sent = 40
 
     def hammer(self, services, project):
         def one(i):
@@ -163,3 +169,70 @@ class TestTwoServiceProcesses(PostgreSQLTestCase):
                          {s: statuses.count(s) for s in set(statuses)})
         with ledger.transaction() as txn:
             self.assertEqual(store.to_micro(120), txn.spent(allocation))
+
+
+class TestOnEndRacingTheDeleteNotification(ServiceProcessesTestCase):
+    """Blazar deletes 20 leases: each on-end call (to one of two service
+    processes) races its ``lease.delete`` notification (applied as the
+    listener does, from a third connection): every lease is refunded
+    exactly once."""
+
+    leases = 20
+
+    def test_each_lease_is_refunded_exactly_once(self):
+        services = self.start_services(
+            ['CreditFilter'], 'credit_host_rate = 1.0\n')
+        project = 'p-%s' % uuid.uuid4().hex[:8]
+        ledger = store.Ledger(self.database.url)
+        self.addCleanup(ledger.dispose)
+        with ledger.transaction([project]) as txn:
+            allocation = txn.add_allocation(project, store.to_micro(10000))
+        # Future leases: deleted now, each is refunded its whole charge;
+        # a second refund would leave the allocation below zero.
+        tomorrow = datetime.datetime.utcnow().replace(
+            second=0, microsecond=0) + datetime.timedelta(days=1)
+        bodies = []
+        for i in range(self.leases):
+            start = tomorrow + datetime.timedelta(hours=i)
+            body = base.lease(start.strftime('%Y-%m-%d %H:%M'),
+                              (start + datetime.timedelta(hours=2))
+                              .strftime('%Y-%m-%d %H:%M'),
+                              base.hosts('h-%d' % i), name='same-name')
+            self.post(services[i % 2], 'check-create', project, body)
+            bodies.append(body)
+        with ledger.transaction() as txn:
+            self.assertEqual(store.to_micro(2 * self.leases),
+                             txn.spent(allocation))
+
+        def by_call(i):
+            return self.post(services[i % 2], 'on-end', project,
+                             dict(bodies[i], id='lease-%d' % i))
+
+        def by_notification(i):
+            payload = dict(bodies[i], lease_id='lease-%d' % i,
+                           project_id=project)
+            return events.handle(ledger, events.DELETE, payload,
+                                 datetime.datetime.utcnow())
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            pairs = [(pool.submit(by_call, i), pool.submit(by_notification,
+                                                           i))
+                     for i in range(self.leases)]
+            statuses = [call.result() for call, note in pairs]
+            outcomes = [note.result() for call, note in pairs]
+        # Each path came first at least once: they really raced.
+        self.assertIn('closed; 0 micro-credits refunded', outcomes)
+        self.assertTrue(any(o != 'closed; 0 micro-credits refunded'
+                            for o in outcomes), outcomes)
+        self.assertEqual([204] * self.leases, statuses)
+        with ledger.transaction() as txn:
+            self.assertEqual(0, txn.spent(allocation))
+            entries = txn.leases(project)
+        self.assertEqual(
+            sorted('lease-%d' % i for i in range(self.leases)),
+            sorted(e.lease_id for e in entries))
+        self.assertEqual({'terminated'}, {e.state for e in entries})
+
+    def post(self, service, kind, project, lease):
+        body = {'context': {'project_id': project}, 'lease': lease}
+        return requests.post(service.url + '/v1/' + kind,
+                             data=json.dumps(body), timeout=120).status_code
