@@ -12,8 +12,9 @@
 """``placement-quota reconcile`` and ``placement-quota allocations``.
 
 ``reconcile`` compares what the ledger (and Blazar, when ``[blazar]`` is
-configured) reserved with what Placement holds, and prints every drift
-with its reason and its fix; ``--fix`` applies the safe fixes. Exit
+configured) reserved with what Placement holds, and, with ``[blazar]``,
+the ledger's entries with Blazar's leases; it prints every drift with its
+reason and its fix; ``--fix`` applies the safe fixes. Exit
 status: 0 when nothing is left to report, 1 when drift is (still) there,
 2 on bad input or configuration.
 
@@ -90,6 +91,9 @@ class Reconcile(lister.Lister):
         self.log.info('%d finding(s), %d fixed; %d Placement calls to read, '
                       '%d to fix; %.2f s', len(report.outcomes), fixed,
                       report.read_calls, report.fix_calls, report.seconds)
+        if report.blazar:
+            self.log.info('Blazar listed %d leases in %.2f s.',
+                          report.blazar_leases, report.blazar_seconds)
         if not report.outcomes and parsed_args.formatter == 'table':
             self.app.stderr.write('No drift: the ledger and Placement '
                                   'agree.\n')

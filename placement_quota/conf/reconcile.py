@@ -42,7 +42,9 @@ opts = [
         'pending_timeout', default=86400, min=0,
         help='Seconds after its start from which a ledger entry still '
              'pending and without a lease ID is reported as stuck (Blazar '
-             'may never have created the lease).'),
+             'may never have created the lease). With [blazar], seconds '
+             'after it was recorded from which such an entry that no lease '
+             'of Blazar matches is abandoned by --fix.'),
     cfg.IntOpt(
         'max_concurrency', default=8, min=1, max=64,
         help='Concurrent Placement reads (the inventories and allocations '

@@ -16,8 +16,11 @@
   classes, inventories and usages), as plain data.
 * :mod:`.findings` -- pure code: compares the two and types every drift
   as a :class:`~.model.Finding` with its reason and its exact fix.
+* :mod:`.lease_findings` -- pure code: with ``[blazar]``, compares the
+  ledger's entries with Blazar's lease list.
 * :mod:`.readers` -- the I/O: reads Placement in few calls, the ledger,
   and Blazar's API when ``[blazar]`` is configured.
 * :mod:`.repair` -- applies the safe fixes, re-checking each against
-  Placement right before it writes.
+  Placement right before it writes; :mod:`.ledger_repair` applies the
+  ledger's, each in a locked ledger transaction.
 """

@@ -42,6 +42,8 @@ with the reservation's life in the words of specs/001:
   ``resources_changed``) are reported too.
 * A ledger entry still pending ``pending_timeout`` after its start and
   without a lease ID is **stuck_pending** (see :func:`_stuck_pending`).
+* With ``[blazar]``, every ledger entry is compared with Blazar's lease
+  list too (:mod:`.lease_findings`).
 
 A class whose reservation ID the ledger does not know is never touched on
 the ledger's word alone: check-create carries no IDs (specs/000), so the
@@ -53,10 +55,9 @@ reservation is looked up in Blazar instead.
 import dataclasses
 import datetime
 
-from placement_quota import lease as lease_model
-from placement_quota.ledger import keys
 from placement_quota.ledger import models
 from placement_quota.placement import reservations as rsv
+from placement_quota.reconcile import lease_findings
 from placement_quota.reconcile import model as m
 
 LIVE = 'live'
@@ -86,24 +87,27 @@ class BlazarView:
     """What Blazar's API says (None where :func:`find` has no Blazar).
 
     ``reservations``: ``{reservation ID: (lease ID, ended)}``;
-    ``provisional_keys``: the ledger keys of every lease Blazar has;
+    ``fingerprints``: the fingerprints (ledger/keys.py) of every lease
+    Blazar has; ``leases``: every lease, as
+    :class:`~.lease_findings.Lease` (what the ledger is compared with);
     ``flagged``: ``{reservation ID: (lease ID, lease name, flags)}`` of the
     reservations not over that Blazar's resource monitor marked
     ``missing_resources`` or ``resources_changed`` (specs/001 chapter 20).
     """
 
     reservations: dict
-    provisional_keys: frozenset
+    fingerprints: frozenset
     lease_ids: frozenset
     flagged: dict = dataclasses.field(default_factory=dict)
+    leases: tuple = ()
 
 
 def blazar_view(leases):
     """A :class:`BlazarView` of Blazar's lease list (``GET /leases``)."""
     reservations = {}
-    provisional = set()
     lease_ids = set()
     flagged = {}
+    parsed = []
     for lease in leases:
         lease_id = lease.get('id')
         lease_ids.add(lease_id)
@@ -117,27 +121,28 @@ def blazar_view(leases):
             if flags and not over:
                 flagged[reservation.get('id')] = (lease_id, lease.get('name'),
                                                   flags)
-        try:
-            parsed = lease_model.Lease.coerce(
-                {k: v for k, v in lease.items() if k != 'id'})
-        except lease_model.PayloadError:
-            continue
-        if lease.get('project_id'):
-            provisional.add(keys.provisional_key(lease['project_id'],
-                                                 parsed))
-    return BlazarView(reservations, frozenset(provisional),
-                      frozenset(lease_ids), flagged)
+        read = lease_findings.lease_of(lease)
+        if read is not None:
+            parsed.append(read)
+    return BlazarView(reservations,
+                      frozenset(lease.fingerprint for lease in parsed),
+                      frozenset(lease_ids), flagged, tuple(parsed))
 
 
 def find(reservations, entries, state, now, grace=DEFAULT_GRACE,
          pending_timeout=DEFAULT_PENDING_TIMEOUT, blazar=None):
     """Every drift between ``reservations`` (:class:`~.model.Reservation`,
-    from the ledger) and ``state`` (:class:`~.model.PlacementState`), and
-    the stuck ``entries`` (:class:`~.model.Entry`), sorted by kind."""
+    from the ledger) and ``state`` (:class:`~.model.PlacementState`), the
+    stuck ``entries`` (:class:`~.model.Entry`) and, with ``blazar``, every
+    drift between those entries and Blazar's leases
+    (:mod:`.lease_findings`), sorted by kind."""
     checker = _Checker(reservations, state, now, grace, blazar)
     found = (checker.providers() + checker.classes() +
              checker.inventories() + checker.degraded() +
              _stuck_pending(entries, now, grace, pending_timeout, blazar))
+    if blazar is not None:
+        found += lease_findings.find(entries, blazar.leases, now,
+                                     pending_timeout)
     return sorted(found, key=m.Finding.sort_key)
 
 
@@ -477,22 +482,25 @@ class _Checker:
 
 def _stuck_pending(entries, now, grace, pending_timeout, blazar):
     """Entries still pending, without a lease ID, ``pending_timeout`` after
-    their start.
+    their start, when Blazar cannot be asked.
 
     The ledger records an entry at check-create, before Blazar creates the
-    lease, and learns the lease ID only from a later update or end. So an
-    entry without an ID is either a lease Blazar never created (it failed
-    after our check: the entry holds quota and credits for nothing) or a
-    lease never updated that has not ended yet. Only Blazar can tell:
+    lease, and learns the lease ID from Blazar's notifications, a later
+    update or the end. So an entry without an ID is either a lease Blazar
+    never created (it failed after our check: the entry holds quota and
+    credits for nothing) or a lease whose notifications were lost. Only
+    Blazar can tell:
 
-    * with ``[blazar]``: when Blazar has no lease with the entry's key
-      (project and name), the entry is **denied** and its charge refunded
-      (safe: it never existed);
+    * with ``[blazar]``: :mod:`.lease_findings` looks for the entry's
+      fingerprint and shape in Blazar's lease list, and abandons it when
+      no lease has either (nothing is found here);
     * without it, an entry past its end (plus ``grace``) is **terminated**
-      at its end, without refund (safe: it counts toward nothing once
-      ended; whether a refund is owed cannot be known); one still inside
-      its window is reported only.
+      at its end (safe: it counts toward nothing once ended; no refund,
+      since whether one is owed cannot be known); one still inside its
+      window is reported only.
     """
+    if blazar is not None:
+        return []
     found = []
     for e in entries:
         if (e.state != models.PENDING or e.lease_id or
@@ -501,18 +509,7 @@ def _stuck_pending(entries, now, grace, pending_timeout, blazar):
         subject = 'ledger entry %d (%s, project %s)' % (
             e.id, e.name or e.provisional_key[:12], e.project_id)
         since = 'pending since %s without a lease ID' % _at(e.start)
-        if blazar is not None:
-            if e.provisional_key in blazar.provisional_keys:
-                continue
-            found.append(m.Finding(
-                m.STUCK_PENDING, subject,
-                '%s, and Blazar has no such lease: it was never created '
-                'after check-create' % since,
-                'mark it denied and refund its %s micro-credits'
-                % e.charged, True,
-                m.Action(m.CLOSE_ENTRY, entry_id=e.id, state=models.DENIED,
-                         refund=e.charged)))
-        elif now >= e.end + grace:
+        if now >= e.end + grace:
             found.append(m.Finding(
                 m.STUCK_PENDING, subject,
                 '%s; it ended at %s and Blazar never sent its end: either '
@@ -521,7 +518,7 @@ def _stuck_pending(entries, now, grace, pending_timeout, blazar):
                 'mark it terminated at its end (no refund: whether one is '
                 'owed cannot be told without Blazar)', True,
                 m.Action(m.CLOSE_ENTRY, entry_id=e.id,
-                         state=models.TERMINATED)))
+                         state=models.TERMINATED, at=e.end)))
         else:
             found.append(m.Finding(
                 m.STUCK_PENDING, subject,

@@ -43,9 +43,16 @@ ENDED_INVENTORY = 'ended_inventory'
 ENDED_ALLOCATIONS = 'ended_allocations'
 DEGRADED = 'degraded'
 STUCK_PENDING = 'stuck_pending'
+#: The ledger against Blazar's lease list (see :mod:`.lease_findings`).
+UNBOUND_ENTRY = 'unbound_entry'
+LEASE_WINDOW = 'lease_window'
+LEASE_STATE = 'lease_state'
+GONE_LEASE = 'gone_lease'
+UNKNOWN_LEASE = 'unknown_lease'
 KINDS = (MISSING_PROVIDER, ORPHAN_PROVIDER, MISSING_CLASS, ORPHAN_CLASS,
          INVENTORY_MISMATCH, ENDED_INVENTORY, ENDED_ALLOCATIONS, DEGRADED,
-         STUCK_PENDING)
+         STUCK_PENDING, UNBOUND_ENTRY, LEASE_WINDOW, LEASE_STATE,
+         GONE_LEASE, UNKNOWN_LEASE)
 
 #: Trait nova-compute sets on the compute node of a disabled service.
 DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
@@ -105,7 +112,8 @@ class Reservation:
 
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """A ledger entry, as the stuck-pending check reads it."""
+    """A ledger entry, as the stuck-pending check and the comparison with
+    Blazar's lease list read it."""
 
     id: int
     project_id: str
@@ -114,14 +122,26 @@ class Entry:
     name: Optional[str]
     state: str
     start: datetime.datetime
+    #: The effective end (earlier than ``end_date`` after an early end).
     end: datetime.datetime
     charged: int = 0
+    #: The shape of the lease (ledger/keys.py), its end date, when the
+    #: entry was recorded, and its price per hour (micro-credits).
+    shape_key: Optional[str] = None
+    end_date: Optional[datetime.datetime] = None
+    created_at: Optional[datetime.datetime] = None
+    hourly_rate: int = 0
+
+    @property
+    def open(self):
+        """Pending or active: not closed, denied or abandoned."""
+        return self.state in (models.PENDING, models.ACTIVE)
 
 
 def reservations_of(row):
     """The :class:`Reservation` list of one ledger row (``leases``
-    table); a denied entry reserves nothing."""
-    if row.state == models.DENIED:
+    table); a denied or abandoned entry reserves nothing."""
+    if row.state in models.NOT_COUNTED:
         return []
     body = row.lease if isinstance(row.lease, Mapping) else {}
     found = []
@@ -149,7 +169,10 @@ def entry_of(row):
     return Entry(id=row.id, project_id=row.project_id, lease_id=row.lease_id,
                  provisional_key=row.provisional_key, name=row.name,
                  state=row.state, start=row.start_date,
-                 end=row.effective_end, charged=row.charged or 0)
+                 end=row.effective_end, charged=row.charged or 0,
+                 shape_key=row.shape_key, end_date=row.end_date,
+                 created_at=row.created_at,
+                 hourly_rate=row.hourly_rate or 0)
 
 
 @dataclasses.dataclass
@@ -221,6 +244,14 @@ class Action:
     entry_id: Optional[int] = None
     state: Optional[str] = None
     refund: int = 0
+    #: The ledger fixes against Blazar: the lease ID the entry is (to be)
+    #: bound to, the time to close it at, the dates to move it to and the
+    #: dates it had when read (a fix re-checks them under the lock).
+    lease_id: Optional[str] = None
+    at: Optional[datetime.datetime] = None
+    start: Optional[datetime.datetime] = None
+    end: Optional[datetime.datetime] = None
+    seen: Optional[tuple] = None
 
 
 CREATE_PROVIDER = 'create_provider'
@@ -230,11 +261,21 @@ REMOVE_INVENTORY = 'remove_inventory'
 DELETE_CLASS = 'delete_class'
 DELETE_PROVIDER = 'delete_provider'
 CLOSE_ENTRY = 'close_entry'
+BIND_ENTRY = 'bind_entry'
+SET_WINDOW = 'set_entry_window'
+START_ENTRY = 'start_entry'
+END_ENTRY = 'end_entry'
+ABANDON_ENTRY = 'abandon_entry'
+#: The operations on the ledger (:mod:`.ledger_repair`).
+LEDGER_OPS = (CLOSE_ENTRY, BIND_ENTRY, SET_WINDOW, START_ENTRY, END_ENTRY,
+              ABANDON_ENTRY)
 #: Operations in the order they are applied: providers and classes first
 #: (inventories need them), removals before the class and provider
-#: deletions they make possible, the ledger last.
+#: deletions they make possible, the ledger last: an entry is bound to its
+#: lease before its dates follow Blazar's, and its dates before it is
+#: started or closed (so the refund is of the right window).
 OPS = (CREATE_PROVIDER, CREATE_CLASS, SET_INVENTORY, REMOVE_INVENTORY,
-       DELETE_CLASS, DELETE_PROVIDER, CLOSE_ENTRY)
+       DELETE_CLASS, DELETE_PROVIDER) + LEDGER_OPS
 
 
 @dataclasses.dataclass(frozen=True)

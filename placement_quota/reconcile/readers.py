@@ -108,12 +108,16 @@ def _read_provider(client, rp):
 
 
 def read_ledger(ledger):
-    """``(reservations, entries)`` of every entry that is not denied."""
+    """``(reservations, entries)``: the reservations of every entry that
+    counts (neither denied nor abandoned), and every entry that is not
+    denied (an abandoned one may still be matched to a lease Blazar did
+    create)."""
     t = models.leases
     query = sa.select(t.c.id, t.c.project_id, t.c.lease_id,
-                      t.c.provisional_key, t.c.name, t.c.start_date,
-                      t.c.effective_end, t.c.state, t.c.lease,
-                      t.c.charged).where(t.c.state != models.DENIED)
+                      t.c.provisional_key, t.c.shape_key, t.c.name,
+                      t.c.start_date, t.c.end_date, t.c.effective_end,
+                      t.c.state, t.c.lease, t.c.charged, t.c.hourly_rate,
+                      t.c.created_at).where(t.c.state != models.DENIED)
     reservations, entries = [], []
     with ledger.engine.connect() as connection:
         for row in connection.execute(query):

@@ -24,8 +24,9 @@ before writing:
 * an inventory total is set after re-reading the provider's usage (never
   below what is allocated) and with its generation (a concurrent write
   makes it re-read and retry);
-* a ledger entry is closed only if it is still pending without a lease
-  ID, inside the ledger's lock of its project.
+* a ledger entry is changed in its own transaction holding the ledger
+  lock of its project, after re-reading it and re-checking the finding's
+  condition, through its idempotent transitions (:mod:`.ledger_repair`).
 
 A refusal is reported as "skipped" with Placement's reason; nothing is
 forced. Running ``--fix`` again finds nothing fixable.
@@ -34,11 +35,11 @@ forced. Running ``--fix`` again finds nothing fixable.
 import dataclasses
 
 from oslo_log import log as logging
-import sqlalchemy as sa
 
-from placement_quota.ledger import models
+from placement_quota.ledger import errors
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import reservations as rsv
+from placement_quota.reconcile import ledger_repair
 from placement_quota.reconcile import model as m
 
 LOG = logging.getLogger(__name__)
@@ -74,8 +75,12 @@ def apply(findings, client, ledger=None, conflict_retries=5, now=None):
             if finding.action.op != op:
                 continue
             try:
-                result = getattr(repairer, op)(finding.action)
-            except placement_client.PlacementError as exc:
+                if op in m.LEDGER_OPS:
+                    result = ledger_repair.apply(ledger, finding.action, now)
+                else:
+                    result = getattr(repairer, op)(finding.action)
+            except (placement_client.PlacementError,
+                    errors.LedgerError) as exc:
                 result = 'failed: %s' % exc
             LOG.info('%s %s: %s', finding.kind, finding.subject, result)
             results[id(finding)] = result
@@ -165,31 +170,3 @@ class _Repairer:
     def delete_provider(self, action):
         return self._delete('/resource_providers/%s' % action.provider,
                             'provider')
-
-    def close_entry(self, action):
-        if self.ledger is None:
-            return 'skipped: no ledger'
-        t = models.leases
-        with self.ledger.engine.connect() as connection:
-            row = connection.execute(sa.select(t.c.project_id).where(
-                t.c.id == action.entry_id)).first()
-        if row is None:
-            return 'fixed already (no such entry)'
-        with self.ledger.transaction([row.project_id],
-                                     now=self.now) as txn:
-            entry = txn.connection.execute(sa.select(t).where(
-                t.c.id == action.entry_id)).first()
-            if entry.state != models.PENDING or entry.lease_id:
-                return 'fixed already (entry is %s)' % entry.state
-            values = dict(state=action.state, ended_at=txn.now)
-            if action.state == models.DENIED:
-                values.update(message='reconcile: Blazar has no such lease; '
-                              'it was never created after check-create',
-                              charged=entry.charged - action.refund)
-                txn.charge(entry.project_id, entry.id, entry.allocation_id,
-                           -action.refund, models.REFUND_END)
-            else:
-                values.update(message='reconcile: closed at its end; '
-                              'Blazar never sent its ID or its end')
-            txn.update(entry.id, **values)
-        return FIXED

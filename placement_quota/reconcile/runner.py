@@ -30,6 +30,10 @@ class Report:
     fix_calls: int
     seconds: float
     blazar: bool
+    #: Blazar's lease list: the leases it answered, and the seconds
+    #: ``lease.list()`` took.
+    blazar_leases: int = 0
+    blazar_seconds: float = 0.0
 
     @property
     def findings(self):
@@ -46,15 +50,22 @@ def reconcile(client, ledger, blazar=None, fix=False, now=None,
               pending_timeout=findings_mod.DEFAULT_PENDING_TIMEOUT,
               max_concurrency=8, show_progress=True):
     """Read Placement, then the ledger and Blazar (in that order: a class
-    Placement shows was made after its lease, so the lease is then seen),
-    find every drift and, with ``fix``, apply the safe repairs."""
+    Placement shows was made after its lease, so the lease is then seen;
+    an entry recorded after the ledger was read is not judged, and a lease
+    Blazar creates in between is matched by the next run), find every
+    drift and, with ``fix``, apply the safe repairs."""
     started = time.monotonic()
     now = now or timeutils.utcnow()
     state = readers.read_placement(client, max_concurrency, show_progress)
     reservations, entries = readers.read_ledger(ledger)
     view = None
+    listed, list_seconds = 0, 0.0
     if blazar is not None:
-        view = findings_mod.blazar_view(blazar.leases())
+        before = time.monotonic()
+        leases = blazar.leases()
+        list_seconds = time.monotonic() - before
+        listed = len(leases)
+        view = findings_mod.blazar_view(leases)
     found = findings_mod.find(reservations, entries, state, now,
                               grace=_delta(grace),
                               pending_timeout=_delta(pending_timeout),
@@ -65,7 +76,8 @@ def reconcile(client, ledger, blazar=None, fix=False, now=None,
     else:
         outcomes = repair.plan(found)
     return Report(outcomes, state.calls, client.calls - before,
-                  time.monotonic() - started, blazar is not None)
+                  time.monotonic() - started, blazar is not None,
+                  listed, list_seconds)
 
 
 def _delta(value):

@@ -45,8 +45,9 @@ class TestWithBlazar(testtools.TestCase):
     marked ``missing_resources``.
     Placement has the classes of K, of E and of G (a reservation Blazar
     never had). The ledger has entries ``never-created`` (charged 7
-    credits) and ``created``, both pending without a lease ID since two
-    days; it knows none of K, E, G.
+    credits) and ``created`` (the fingerprint of Blazar's lease
+    ``created``), both pending without a lease ID since two days; it knows
+    none of K, E, G.
     """
 
     @classmethod
@@ -63,8 +64,9 @@ class TestWithBlazar(testtools.TestCase):
         cls.gone_class = c.resource_class(cls.gone)
         start, end = c.now - 2 * base.DAY, c.now + base.DAY
         cls.never = c.lease([], start, end, name='never-created',
-                            charged=7000000)
-        cls.created = c.lease([], start, end, name='created')
+                            charged=7000000, created_at=start)
+        cls.created = c.lease([('virtual:instance', None, {})], start, end,
+                              name='created', created_at=start)
         cls.blazar.seed([
             {'name': 'created', 'project_id': 'p1', 'user_id': 'u1',
              'start_date': start, 'end_date': end, 'status': 'ACTIVE',
@@ -151,13 +153,16 @@ class TestWithBlazar(testtools.TestCase):
         self.assertNotIn(self.ended_class, classes)
         self.assertNotIn(self.gone_class, classes)
 
-    def test_entry_blazar_never_created_is_denied_and_refunded(self):
+    def test_entry_blazar_never_created_is_abandoned_and_released(self):
         row = self.cloud.entry(self.never)
-        self.assertEqual((models.DENIED, 0), (row.state, row.charged))
+        self.assertEqual((models.ABANDONED, 0), (row.state, row.charged))
 
-    def test_entry_blazar_has_is_left_pending(self):
-        self.assertEqual(models.PENDING,
-                         self.cloud.entry(self.created).state)
+    def test_entry_blazar_has_is_bound_and_follows_its_state(self):
+        row = self.cloud.entry(self.created)
+        self.assertEqual(models.ACTIVE, row.state)
+        self.assertIn(row.lease_id, [lease['id'] for lease in
+                                     self.reader.leases()
+                                     if lease['name'] == 'created'])
 
     def test_reservation_blazar_flagged_is_reported_degraded(self):
         degraded = [f for f in self.dry.findings if f.kind == m.DEGRADED]
@@ -170,5 +175,7 @@ class TestWithBlazar(testtools.TestCase):
         self.assertEqual(
             [(m.ORPHAN_CLASS, 'fixed'), (m.ORPHAN_CLASS, 'fixed'),
              (m.DEGRADED, 'left: needs an operator'),
-             (m.STUCK_PENDING, 'fixed')],
+             (m.STUCK_PENDING, 'fixed: 7000000 micro-credits released'),
+             (m.UNBOUND_ENTRY, 'fixed'), (m.LEASE_STATE, 'fixed'),
+             (m.UNKNOWN_LEASE, 'left: needs an operator')],
             [(o.finding.kind, o.result) for o in self.report.outcomes])

@@ -118,9 +118,11 @@ class Cloud:
     # --- ledger -----------------------------------------------------------
 
     def lease(self, reservations, start, end, state=models.PENDING,
-              lease_id=None, name=None, project='p1', charged=0):
+              lease_id=None, name=None, project='p1', charged=0,
+              hourly_rate=0, user='u1', created_at=None):
         """Record a lease entry; ``reservations``: ``[(type, id,
-        {host: count})]``."""
+        {host: count})]``. Its fingerprint and shape (ledger/keys.py) are
+        those of the same lease in Blazar (made by ``user``)."""
         name = name or 'lease-%s' % uuid.uuid4().hex[:8]
         body = {'name': name, 'start_date': start.isoformat(),
                 'end_date': end.isoformat(), 'reservations': [
@@ -129,13 +131,15 @@ class Cloud:
                         for host, count in sorted(hosts.items())
                         for i in range(count)]}
                     for rtype, rid, hosts in reservations]}
+        parsed = lease_model.Lease.coerce(body)
         with self.ledger.transaction([project]) as txn:
             return txn.insert(
                 project_id=project, lease_id=lease_id,
-                provisional_key=keys.provisional_key(
-                    project, lease_model.Lease.coerce(body)), name=name,
-                start_date=start, end_date=end, state=state, amounts={},
-                lease=body, hourly_rate=0, charged=charged)
+                provisional_key=keys.fingerprint(project, user, parsed),
+                shape_key=keys.shape(project, parsed), name=name,
+                user_id=user, start_date=start, end_date=end, state=state,
+                amounts={}, lease=body, hourly_rate=hourly_rate,
+                charged=charged, created_at=created_at or self.now)
 
     def entry(self, row_id):
         with self.ledger.transaction() as txn:
