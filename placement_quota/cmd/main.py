@@ -114,9 +114,10 @@ class PlacementQuotaApp(app.App):
         if self.options.debug:
             self.conf.set_override('debug', True)
         logging.setup(self.conf, 'placement-quota')
-        if self.options.verbose_level < 2 and not self.options.debug:
-            # Offline commands print their result; say more only with -v.
-            # ``serve`` raises this back to INFO.
+        if self.options.verbose_level < 2 and not self.conf.debug:
+            # Offline commands print their result; say more only with -v,
+            # ``--debug`` or ``debug = true``. ``serve`` and ``listen``
+            # raise this back to INFO.
             std_logging.getLogger().setLevel(std_logging.WARNING)
 
 

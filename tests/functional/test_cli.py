@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 
+import fixtures
 import requests
 import testtools
 
@@ -202,6 +203,34 @@ class TestServe(CLITestCase):
         self.assertEqual(403, response.status_code)
         self.assertIn('exceeds the maximum of 1 day',
                       response.json()['message'])
+
+    def logged_denial(self, options):
+        """The log of a service that denied one check-create, with
+        ``options`` in its [DEFAULT] section."""
+        log_file = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                'serve.log')
+        config = self.config('[DEFAULT]\nlog_file = %s\n%s\n'
+                             '[enforcement]\nreservation_max_length = 86400\n'
+                             % (log_file, options))
+        process, url = self.start(config=config)
+        requests.post(url + 'check-create', json=spec.check_create(),
+                      timeout=10)
+        process.send_signal(signal.SIGTERM)
+        process.wait(TIMEOUT)
+        with open(log_file) as f:
+            return f.read()
+
+    def test_serve_logs_each_denial_at_info(self):
+        log = self.logged_denial('')
+        self.assertRegex(log, r'INFO .* MaximumReservationLengthFilter '
+                              r'denied')
+        self.assertNotIn(' DEBUG ', log)
+
+    def test_serve_with_debug_in_its_configuration_logs_debug_too(self):
+        log = self.logged_denial('debug = true')
+        self.assertRegex(log, r'INFO .* MaximumReservationLengthFilter '
+                              r'denied')
+        self.assertIn(' DEBUG ', log)
 
     def test_serve_stops_cleanly_on_sigterm(self):
         process, _ = self.start()
