@@ -49,7 +49,13 @@ def _add_source_arguments(parser):
     parser.add_argument(
         '--limits-file', metavar='PATH',
         help='Read this limits file (YAML or JSON, the format of [limits] '
-             'limits_file) instead of the source configured in [limits].')
+             'limits_file) instead of the source configured in [limits]: '
+             'it is the only source, unless --with-accounts.')
+    parser.add_argument(
+        '--with-accounts', action='store_true',
+        help='With --limits-file: lay the accounts of the admin API (in '
+             'the ledger of [ledger] connection) over the file, as the '
+             'service does with [limits] accounts.')
     parser.add_argument(
         '--usage-from', choices=('source', 'placement'), default='source',
         help='Where usage comes from: the limits source (the usage section '
@@ -69,6 +75,8 @@ def load_data(cmd, parsed_args):
     if parsed_args.limits_file:
         conf.set_override('source', 'embedded', group='limits')
         conf.set_override('limits_file', parsed_args.limits_file,
+                          group='limits')
+        conf.set_override('accounts', parsed_args.with_accounts,
                           group='limits')
     try:
         data = services_mod.limits_source(conf).load()
