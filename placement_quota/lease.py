@@ -41,6 +41,7 @@ from placement_quota import lease_errors
 from placement_quota import lease_schema
 # Part of this module's interface (lease.PayloadError, lease.HOST...).
 from placement_quota.lease_errors import PayloadError
+from placement_quota.lease_schema import FLAVOR  # noqa: F401
 from placement_quota.lease_schema import FLOATINGIP  # noqa: F401
 from placement_quota.lease_schema import HOST
 from placement_quota.lease_schema import INSTANCE

@@ -76,6 +76,7 @@ MAX_TOTAL = 2 ** 53 - 1
 # The resource types of Blazar's reservations.
 HOST = 'physical:host'
 INSTANCE = 'virtual:instance'
+FLAVOR = 'flavor:instance'
 FLOATINGIP = 'virtual:floatingip'
 NETWORK = 'network'
 
@@ -205,6 +206,11 @@ RESERVATION_SCHEMAS = {
         'amount': _POSITIVE_COUNT, 'vcpus': _COUNT, 'memory_mb': _COUNT,
         'disk_gb': _COUNT, 'affinity': _BOOLISH,
         'resource_properties': _NULLABLE_STRING,
+    }},
+    # Blazar's flavor plugin: amount from 1 to DB_MAX_INT, the flavor.
+    FLAVOR: {'properties': {
+        'amount': _POSITIVE_COUNT, 'flavor_id': dict(_ID, minLength=1),
+        'affinity': _BOOLISH, 'resource_properties': _NULLABLE_STRING,
     }},
     FLOATINGIP: {'properties': {
         'network_id': dict(_ID, minLength=1),

@@ -32,6 +32,7 @@ one process (tests do that) get two ledgers and two Placement clients.
 import threading
 
 from placement_quota.accounts import source as accounts_source
+from placement_quota.compute import flavors
 from placement_quota import conf as pq_conf
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
@@ -113,16 +114,27 @@ class Services:
         configuration object, inside blazar-manager, has none of ours).
     :param placement: a ready PlacementClient to use instead of
         ``[placement]`` (tests, tools).
+    :param flavors: a ready
+        :class:`~placement_quota.compute.flavors.FlavorReader` to use
+        instead of ``[nova]`` (tests, tools).
     :param placement_fallback: called when ``[placement]`` configures no
         Placement: ``(keystoneauth Adapter, description)`` or None for the
         embedded default. The ``openstack`` client plugin passes the
         shell's session this way.
+    :param embedded_default: whether the embedded Placement is used when
+        ``[placement]`` configures none and does not choose it
+        (``embedded = true``): True for the services (``serve``, the WSGI
+        apps, filters in blazar-manager), False for the other commands,
+        which then refuse (``PlacementClient.from_conf``).
     """
 
-    def __init__(self, conf, placement=None, placement_fallback=None):
+    def __init__(self, conf, placement=None, placement_fallback=None,
+                 flavors=None, embedded_default=True):
         pq_conf.register_missing(conf)
         self.conf = conf
+        self.embedded_default = embedded_default
         self._placement = placement
+        self._flavors = flavors
         self._placement_fallback = placement_fallback
         self._lock = threading.RLock()
         self._made = {}
@@ -143,12 +155,13 @@ class Services:
     @property
     def placement(self):
         """The PlacementClient: ``[placement]``, else the fallback, else
-        the embedded default."""
+        the embedded one (when chosen or ``embedded_default``)."""
         if self._placement is not None:
             return self._placement
         return self._once('placement', lambda: (
             placement_client.PlacementClient.from_conf(
-                self.conf, fallback=self._placement_fallback)))
+                self.conf, fallback=self._placement_fallback,
+                embedded_default=self.embedded_default)))
 
     @property
     def host_resources(self):
@@ -158,6 +171,18 @@ class Services:
             return None
         return self._once('host_resources', lambda: hosts.HostResources(
             self.placement, ttl=self.conf.ledger.host_resources_cache_ttl))
+
+    @property
+    def flavors(self):
+        """The Nova flavor reader of ``[nova]``
+        (:class:`~placement_quota.compute.flavors.FlavorReader`, cached
+        ``[nova] flavor_cache_ttl``); raises
+        :class:`~placement_quota.compute.flavors.FlavorError` when
+        ``[nova]`` names no Nova."""
+        if self._flavors is not None:
+            return self._flavors
+        return self._once('flavors', lambda: (
+            flavors.FlavorReader.from_conf(self.conf)))
 
     @property
     def limits_source(self):

@@ -49,6 +49,7 @@ from placement_quota.accounts import schema
 from placement_quota.accounts import store
 from placement_quota.limits import errors as limit_errors
 from placement_quota.limits import tree as tree_mod
+from placement_quota.placement import client as placement_client
 from placement_quota.placement import usage as placement_usage
 
 LOG = logging.getLogger(__name__)
@@ -93,20 +94,30 @@ class Accounts:
         its ledger, Placement and limits source, and ``[accounts]``."""
         conf = services.conf
         group = conf.accounts
-        placement = services.placement
-        return cls(services.ledger, placement,
-                   limits_source=services.limits_source,
-                   recovery_period=group.recovery_period,
-                   move_list_max=group.move_list_max,
-                   workers=group.placement_workers,
-                   unregistered_limit=conf.limits.unregistered_resource_limit,
-                   manage_limits=conf.limits.source != 'keystone')
+        accounts = cls(
+            services.ledger, None, limits_source=services.limits_source,
+            recovery_period=group.recovery_period,
+            move_list_max=group.move_list_max,
+            workers=group.placement_workers,
+            unregistered_limit=conf.limits.unregistered_resource_limit,
+            manage_limits=conf.limits.source != 'keystone')
+        # Made when first needed: listing or deleting accounts reads no
+        # Placement, and must not need one.
+        accounts._make_placement = lambda: services.placement
+        return accounts
 
     @property
     def now(self):
         return self.ledger.clock()
 
+    _make_placement = None
+
     def _client(self):
+        if self.placement is None and self._make_placement is not None:
+            try:
+                self.placement = self._make_placement()
+            except placement_client.PlacementError as exc:
+                raise errors.SourceUnavailable(str(exc), field='placement')
         if self.placement is None:
             raise errors.SourceUnavailable('No Placement is configured '
                                            '([placement])', field='placement')

@@ -80,7 +80,7 @@ def _show(parsed_args, document):
     return tuple(zip(*sorted(document.items()))) or ((), ())
 
 
-class AccountShow(show.ShowOne):
+class AccountShow(common.Guarded, show.ShowOne):
     """An account: parent, limits, metadata, children and usage."""
 
     #: The openstack shell needs no Keystone for it (see
@@ -90,19 +90,23 @@ class AccountShow(show.ShowOne):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('account', help='Account (project) ID.')
-        return parser
+        return common.add_backend_arguments(parser)
 
     def take_action(self, parsed_args):
         document = _call(_accounts(self).show, parsed_args.account)
         return _show(parsed_args, document)
 
 
-class AccountList(lister.Lister):
+class AccountList(common.Guarded, lister.Lister):
     """Every account, with its parent and limits."""
 
     #: The openstack shell needs no Keystone for it (see
     #: placement_quota.osc.plugin: Placement uses its session on demand).
     auth_required = False
+
+    def get_parser(self, prog_name):
+        return common.add_backend_arguments(
+            super().get_parser(prog_name), placement=False)
 
     def take_action(self, parsed_args):
         rows = [(a.account_id, a.parent_id, ', '.join(
@@ -112,7 +116,7 @@ class AccountList(lister.Lister):
         return ('ID', 'Parent', 'Limits', 'Metadata'), rows
 
 
-class AccountSet(show.ShowOne):
+class AccountSet(common.Guarded, show.ShowOne):
     """Create an account, or change its parent, limits or metadata.
 
     Only what the options name changes; the rest is kept.
@@ -141,7 +145,7 @@ class AccountSet(show.ShowOne):
         parser.add_argument('--unset-property', action='append',
                             metavar='K', help='Remove metadata; '
                             'repeatable.')
-        return parser
+        return common.add_backend_arguments(parser)
 
     def take_action(self, parsed_args):
         accounts = _accounts(self)
@@ -174,7 +178,7 @@ class AccountSet(show.ShowOne):
         return _show(parsed_args, _call(accounts.show, parsed_args.account))
 
 
-class AccountDelete(command.Command):
+class AccountDelete(common.Guarded, command.Command):
     """Delete an account; it stays recoverable for
     [accounts] recovery_period."""
 
@@ -185,7 +189,7 @@ class AccountDelete(command.Command):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('account', help='Account (project) ID.')
-        return parser
+        return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
         accounts = _accounts(self)
@@ -197,7 +201,7 @@ class AccountDelete(command.Command):
                accounts.recovery_period.total_seconds()))
 
 
-class AccountRecover(show.ShowOne):
+class AccountRecover(common.Guarded, show.ShowOne):
     """Bring back an account deleted within its recovery period."""
 
     #: The openstack shell needs no Keystone for it (see
@@ -207,7 +211,7 @@ class AccountRecover(show.ShowOne):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('account', help='Account (project) ID.')
-        return parser
+        return common.add_backend_arguments(parser)
 
     def take_action(self, parsed_args):
         accounts = _accounts(self)
@@ -215,7 +219,7 @@ class AccountRecover(show.ShowOne):
         return _show(parsed_args, _call(accounts.show, parsed_args.account))
 
 
-class AccountMove(show.ShowOne):
+class AccountMove(common.Guarded, show.ShowOne):
     """Move an account's resources to another account (specs/003).
 
     Without --consumer or --lease, everything moves: the Placement
@@ -244,7 +248,7 @@ class AccountMove(show.ShowOne):
         parser.add_argument('--if-match', metavar='ETAG',
                             help='Move only if the move action still has '
                             'this ETag (from --show).')
-        return parser
+        return common.add_backend_arguments(parser)
 
     def take_action(self, parsed_args):
         accounts = _accounts(self)

@@ -19,6 +19,7 @@ printed in cliff's formats; the exit status is 0 when allowed, 1 when
 denied, 2 when the payload is bad.
 """
 
+import logging as std_logging
 import sys
 
 from cliff import lister
@@ -34,7 +35,14 @@ from placement_quota import lease as lease_model
 ALLOWED, DENIED, BAD_INPUT = 0, 1, main.BAD_INPUT
 
 
-class _Check(show.ShowOne):
+def _no_traceback(record):
+    """A logging filter keeping the record but not its traceback."""
+    record.exc_info = None
+    record.exc_text = None
+    return True
+
+
+class _Check(common.Guarded, show.ShowOne):
     kind = None
 
     def get_parser(self, prog_name):
@@ -43,7 +51,7 @@ class _Check(show.ShowOne):
             'file', metavar='FILE',
             help='JSON request body as Blazar sends it to %s ("-" reads '
                  'stdin).' % self.kind)
-        return parser
+        return common.add_backend_arguments(parser)
 
     def _read(self, path):
         try:
@@ -66,7 +74,13 @@ class _Check(show.ShowOne):
             request = lease_model.parse_body(self.kind, body)
         except lease_model.PayloadError as exc:
             return self._invalid(exc)
-        chain = serve.load_chain(main.config(self), common.services(self))
+        conf = main.config(self)
+        if not conf.debug:
+            # The service logs a failing filter's traceback; a command
+            # says why in one line (--debug shows it).
+            std_logging.getLogger(chain_mod.__name__).addFilter(
+                _no_traceback)
+        chain = serve.load_chain(conf, common.services(self))
         columns = ('decision', 'filter', 'message', 'filters run')
         try:
             chain.run(request)
@@ -78,6 +92,8 @@ class _Check(show.ShowOne):
             return columns, ('denied', denial.filter_name, str(denial),
                              ', '.join(chain.names))
         except chain_mod.FilterError as exc:
+            # Could not answer: one line on stderr, the row on stdout.
+            self.app.stderr.write('placement-quota: %s\n' % exc)
             self.exit_status = BAD_INPUT
             return columns, ('error', exc.filter_name, str(exc),
                              ', '.join(chain.names))
@@ -111,7 +127,7 @@ class CheckEnd(_Check):
     kind = 'on-end'
 
 
-class FilterList(lister.Lister):
+class FilterList(common.Guarded, lister.Lister):
     """List the available enforcement filters and which are enabled."""
 
     def take_action(self, parsed_args):

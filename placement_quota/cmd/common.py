@@ -9,24 +9,126 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""What the commands share beyond their configuration: the Services.
+"""What the commands share beyond their configuration: the Services, the
+``--embedded`` option and the exit status of a command that could not
+answer.
 
 Kept out of :mod:`placement_quota.cmd.main` so that ``placement-quota
 --help`` does not import the ledger, Placement and Keystone code.
+
+Exit status, the same for every command: 0 done (allowed, clean), 1 the
+answer is "no" (denied, drift, violations, refused), 2 the command could
+not answer (bad configuration or input, authentication, a service that
+cannot be reached) -- then with one line ``placement-quota: ...`` on
+stderr and no traceback (``--debug`` logs it).
 """
 
+from cliff import command as cliff_command
+from keystoneauth1 import exceptions as ks_exceptions
+from oslo_config import cfg
+from oslo_log import log as logging
+
+from placement_quota.accounts import errors as account_errors
 from placement_quota.cmd import main
+from placement_quota.identity import projects as identity_projects
+from placement_quota.ledger import errors as ledger_errors
+from placement_quota.limits import sources
+from placement_quota.placement import client as placement_client
+from placement_quota.reconcile import readers
 from placement_quota import services as services_mod
+
+LOG = logging.getLogger(__name__)
+
+#: The help of ``--embedded``, and of where a command's Placement and
+#: ledger come from (the epilog of its ``--help``).
+EMBEDDED_HELP = (
+    'Use the embedded Placement (real Placement code on SQLite in '
+    '[placement] embedded_state_dir), as [placement] embedded = true does. '
+    'Without either, Placement is the one [placement] configures '
+    '(auth_type and credentials, or endpoint_override), and the command '
+    'exits 2 when it configures none.')
+PLACEMENT_EPILOG = (
+    'Placement: [placement] of the configuration (auth_type and its '
+    'credentials, or endpoint_override); the embedded one only with '
+    '--embedded or [placement] embedded = true. ')
+LEDGER_EPILOG = (
+    'Ledger: [ledger] connection (default: SQLite in '
+    '$XDG_STATE_HOME/placement-quota; a SQLite file set there must be in '
+    'an existing directory). ')
+VERBOSE_EPILOG = '-v logs which were used.'
 
 
 def services(command):
     """The :class:`~placement_quota.services.Services` of the running
     command: one per ``placement-quota`` run, or per ``openstack`` shell
     (with the shell's credentials for Placement when ``[placement]``
-    configures none)."""
+    configures none). Only a command whose ``embedded_default`` is True
+    (``serve``) uses the embedded Placement without being asked to."""
     holder = main.holder(command)
     if holder.services is None:
         holder.services = services_mod.Services(
             main.config(command),
-            placement_fallback=holder.placement_fallback)
+            placement_fallback=holder.placement_fallback,
+            embedded_default=getattr(command, 'embedded_default', False))
     return holder.services
+
+
+def add_backend_arguments(parser, placement=True, ledger=True):
+    """``--embedded`` (when the command reads Placement), and where its
+    Placement and ledger come from in its ``--help``."""
+    if placement:
+        parser.add_argument('--embedded', action='store_true',
+                            help=EMBEDDED_HELP)
+    epilog = ((PLACEMENT_EPILOG if placement else '') +
+              (LEDGER_EPILOG if ledger else '') + VERBOSE_EPILOG)
+    parser.epilog = ('%s\n\n%s' % (parser.epilog, epilog)
+                     if parser.epilog else epilog)
+    return parser
+
+
+def apply_backend_arguments(command, parsed_args):
+    """Make ``--embedded`` choose the embedded Placement."""
+    if getattr(parsed_args, 'embedded', False):
+        main.config(command).set_override('embedded', True,
+                                          group='placement')
+
+
+def failure_message(exc):
+    """The one line saying why a command could not answer."""
+    if isinstance(exc, account_errors.AccountError):
+        return exc.message
+    if isinstance(exc, (placement_client.PlacementError,
+                        ledger_errors.LedgerError, readers.BlazarError)):
+        return str(exc)
+    if isinstance(exc, (sources.SourceError,
+                        identity_projects.KeystoneNotConfigured)):
+        return 'cannot read the limits: %s' % exc
+    if isinstance(exc, ks_exceptions.ClientException):
+        return 'cannot authenticate or reach a service: %s' % exc
+    if isinstance(exc, (cfg.Error, ValueError)):
+        return 'configuration error: %s' % exc
+    return 'could not answer: %s: %s (--debug logs the traceback)' % (
+        type(exc).__name__, exc)
+
+
+class Guarded(cliff_command.Command):
+    """A command whose failures exit 2 with one line on stderr.
+
+    cliff would log any exception and exit 1, which reads as "the answer is
+    no" (drift, violations, denied); every command derives from this class
+    (first in its bases), so that one that could not answer exits 2.
+    """
+
+    #: Whether the command uses the embedded Placement when none is
+    #: configured and none is chosen: only ``serve``.
+    embedded_default = False
+
+    def run(self, parsed_args):
+        apply_backend_arguments(self, parsed_args)
+        try:
+            return super().run(parsed_args)
+        except BrokenPipeError:
+            raise   # cliff's: the reader went away (``| head``)
+        except Exception as exc:
+            LOG.debug('%s could not answer', self.cmd_name, exc_info=True)
+            main.fail(failure_message(exc))

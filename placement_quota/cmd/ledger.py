@@ -19,20 +19,29 @@ import datetime
 from cliff import command
 from cliff import lister
 from cliff import show
+from oslo_log import log as logging
 
+from placement_quota.cmd import common
 from placement_quota.cmd import main
+from placement_quota.conf import ledger as ledger_conf
 from placement_quota import lease as lease_model
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from placement_quota.ledger import window
 
+LOG = logging.getLogger(__name__)
+
 
 def open_ledger(conf, migrate=None):
     """The ledger of ``conf``; exit status 2 with the reason when it
     cannot be opened."""
+    group = conf.ledger
+    missing = ledger_conf.missing_directory(group.connection)
+    if missing:
+        main.fail(missing)
+    LOG.info('Ledger: %s', ledger_conf.describe(conf))
     try:
-        group = conf.ledger
         return store.Ledger(group.connection,
                             lock_timeout=group.lock_timeout,
                             migrate=migrate,
@@ -51,8 +60,12 @@ def _date(value, option):
         main.fail(str(exc))
 
 
-class DbSync(command.Command):
+class DbSync(common.Guarded, command.Command):
     """Create or upgrade the ledger's tables (alembic) to this version."""
+
+    def get_parser(self, prog_name):
+        return common.add_backend_arguments(
+            super().get_parser(prog_name), placement=False)
 
     def take_action(self, parsed_args):
         ledger = open_ledger(main.config(self), migrate=True)
@@ -62,7 +75,7 @@ class DbSync(command.Command):
         ledger.dispose()
 
 
-class CreditsAdd(show.ShowOne):
+class CreditsAdd(common.Guarded, show.ShowOne):
     """Give a project an allocation of credits (CreditFilter)."""
 
     #: The openstack shell needs no Keystone for it (see
@@ -79,7 +92,7 @@ class CreditsAdd(show.ShowOne):
         parser.add_argument('--end', help='End of the allocation (UTC '
                                           'date); no lease may end after '
                                           'it. Default: open.')
-        return parser
+        return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
         if not parsed_args.amount > 0:
@@ -107,7 +120,7 @@ def _iso(value):
     return value.isoformat() if value else None
 
 
-class CreditsList(lister.Lister):
+class CreditsList(common.Guarded, lister.Lister):
     """A project's credit allocations and what is left of each."""
 
     #: The openstack shell needs no Keystone for it (see
@@ -117,7 +130,7 @@ class CreditsList(lister.Lister):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('project', help='Project ID.')
-        return parser
+        return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
         ledger = open_ledger(main.config(self))
@@ -173,7 +186,7 @@ def usage_summary(txn, project_id, start, end):
             'credits': credits, 'leases': listed}
 
 
-class UsageShow(show.ShowOne):
+class UsageShow(common.Guarded, show.ShowOne):
     """What a project holds: leases, peak reserved amounts, credits."""
 
     #: The openstack shell needs no Keystone for it (see
@@ -187,7 +200,7 @@ class UsageShow(show.ShowOne):
                                             '(UTC date); default: now.')
         parser.add_argument('--end', help='Window end (UTC date); default: '
                                           'the end of the last lease.')
-        return parser
+        return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
         ledger = open_ledger(main.config(self))

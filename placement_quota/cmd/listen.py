@@ -16,7 +16,6 @@ import logging as std_logging
 
 from cliff import command
 from oslo_log import log as logging
-import oslo_messaging
 
 from placement_quota.cmd import common
 from placement_quota.cmd import main
@@ -25,7 +24,7 @@ from placement_quota.ledger import errors as ledger_errors
 LOG = logging.getLogger(__name__)
 
 
-class Listen(command.Command):
+class Listen(common.Guarded, command.Command):
     """Follow Blazar's lease notifications (lease.create, lease.update,
     lease.delete, lease.event.*) into the ledger; runs until stopped.
 
@@ -42,8 +41,10 @@ class Listen(command.Command):
     """
 
     def take_action(self, parsed_args):
-        # Imported here: ``placement-quota --help`` need not load
-        # oslo.messaging's drivers.
+        # Imported here: oslo.messaging loads oslo.service's eventlet
+        # backend, which warns on stderr: every other command (and
+        # ``placement-quota --help``, which imports all of them) would
+        # print that warning.
         from placement_quota.lifecycle import listener
 
         conf = main.config(self)
@@ -56,8 +57,7 @@ class Listen(command.Command):
             main.fail('cannot use the ledger: %s' % exc)
         try:
             listener.run(conf, services, on_ready=self._say_listening)
-        except (oslo_messaging.InvalidTransportURL,
-                oslo_messaging.DriverLoadFailure) as exc:
+        except listener.BROKER_ERRORS as exc:
             main.fail('cannot reach the message broker: %s' % exc)
         except KeyboardInterrupt:
             pass

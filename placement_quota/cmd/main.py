@@ -21,10 +21,13 @@ from oslo_log import log as logging
 import pbr.version
 
 from placement_quota import conf as pq_conf
+from placement_quota.conf import validate
 
 LOG = logging.getLogger(__name__)
 
-#: Exit status of a command given bad input or configuration.
+#: Exit status of a command that could not answer: bad input or
+#: configuration, authentication, a service that cannot be reached (0: done;
+#: 1: the answer is "no": denied, drift, violations).
 BAD_INPUT = 2
 
 #: The API name of the ``openstack`` client plugin
@@ -37,6 +40,27 @@ def fail(message):
     """Stop the command with ``message`` on stderr and exit status 2."""
     sys.stderr.write('placement-quota: %s\n' % message)
     raise SystemExit(BAD_INPUT)
+
+
+def warn(message):
+    """A WARNING in the log, and on stderr when the log goes elsewhere."""
+    LOG.warning('%s', message)
+    if not any(isinstance(handler, std_logging.StreamHandler) and
+               getattr(handler, 'stream', None) is sys.stderr
+               for handler in std_logging.getLogger().handlers):
+        sys.stderr.write('placement-quota: warning: %s\n' % message)
+        sys.stderr.flush()
+
+
+def check_config_files(conf, strict=False):
+    """Report the unknown sections and options of the files ``conf``
+    read: a warning each, or exit 2 naming them all when ``strict``."""
+    found = [validate.describe(u) for u in validate.unknown(conf)]
+    if found and strict:
+        fail('unknown configuration (--strict-config): %s'
+             % '; '.join(found))
+    for line in found:
+        warn('%s; ignored' % line)
 
 
 def config(command):
@@ -95,6 +119,11 @@ class PlacementQuotaApp(app.App):
         parser.add_argument(
             '--config-dir', metavar='DIR',
             help='Directory of *.conf files, read after --config-file.')
+        parser.add_argument(
+            '--strict-config', action='store_true',
+            help='Exit with status 2 when a configuration file has a '
+                 'section or an option placement-quota does not know '
+                 '(a misspelling); without it, each one is a warning.')
         return parser
 
     def configure_logging(self):
@@ -119,6 +148,7 @@ class PlacementQuotaApp(app.App):
             # ``--debug`` or ``debug = true``. ``serve`` and ``listen``
             # raise this back to INFO.
             std_logging.getLogger().setLevel(std_logging.WARNING)
+        check_config_files(self.conf, self.options.strict_config)
 
 
 def main(argv=None):

@@ -36,7 +36,7 @@ CLEAN = 0
 DRIFT = 1
 
 
-class Reconcile(lister.Lister):
+class Reconcile(common.Guarded, lister.Lister):
     """Find drift between reservations and Placement; --fix repairs the
     safe part."""
 
@@ -60,7 +60,7 @@ class Reconcile(lister.Lister):
         parser.add_argument(
             '--no-progress', action='store_true',
             help='No progress bar, even on a terminal.')
-        return parser
+        return common.add_backend_arguments(parser)
 
     def take_action(self, parsed_args):
         conf = main.config(self)
@@ -109,7 +109,7 @@ class Reconcile(lister.Lister):
         return self.exit_status
 
 
-class Allocations(lister.Lister):
+class Allocations(common.Guarded, lister.Lister):
     """Which reservations use which hosts (from the ledger)."""
 
     #: The openstack shell needs no Keystone for it (see
@@ -124,7 +124,7 @@ class Allocations(lister.Lister):
                             help='Only this lease (ID or name).')
         parser.add_argument('--all', action='store_true',
                             help='Include ended reservations.')
-        return parser
+        return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
         for option in ('host', 'lease'):

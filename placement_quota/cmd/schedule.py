@@ -34,6 +34,7 @@ from keystoneauth1 import loading as ks_loading
 import openstack
 from oslo_config import cfg
 
+from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.compute import aggregates as aggregates_mod
 from placement_quota.compute import decision as dec
@@ -92,7 +93,7 @@ def _nova_aggregates(conf):
         main.fail('cannot read the aggregates from the Nova API: %s' % exc)
 
 
-class ScheduleExplain(show.ShowOne):
+class ScheduleExplain(common.Guarded, show.ShowOne):
     """Explain where Nova may place a request, given Blazar's aggregates.
 
     Prints the decision of the placement-quota request filter (kind,

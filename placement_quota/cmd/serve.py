@@ -26,9 +26,12 @@ from placement_quota.api import admin
 from placement_quota.api import app as api_app
 from placement_quota.cmd import common
 from placement_quota.cmd import main
+from placement_quota.conf import ledger as ledger_conf
+from placement_quota.conf import placement as placement_conf
 from placement_quota.filters import chain as chain_mod
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources as limit_sources
+from placement_quota.placement import client as placement_client
 from placement_quota import wsgi_server
 
 LOG = logging.getLogger(__name__)
@@ -81,6 +84,16 @@ def noauth_exposure(what, host, auth_strategy):
             'keystone.' % (what, host))
 
 
+def _short(conf):
+    """The Placement of ``conf`` in a few words, for the banner."""
+    kind = placement_conf.configured(conf)
+    if kind == 'endpoint':
+        return conf.placement.endpoint_override
+    if kind == 'catalog':
+        return 'service catalog'
+    return 'embedded'
+
+
 def _logs_to_stderr():
     return any(isinstance(handler, std_logging.StreamHandler) and
                getattr(handler, 'stream', None) is sys.stderr
@@ -95,7 +108,7 @@ def _warn(message):
         sys.stderr.flush()
 
 
-class Serve(command.Command):
+class Serve(common.Guarded, command.Command):
     """Run the enforcement service (specs/000) on a threaded WSGI server.
 
     Stock Blazar reaches it with, in blazar.conf::
@@ -103,7 +116,14 @@ class Serve(command.Command):
         [enforcement]
         enabled_filters = ExternalServiceFilter
         external_service_base_endpoint = http://HOST:PORT/v1/
+
+    Without a Placement in [placement] it runs on the embedded one (real
+    Placement code on SQLite in [placement] embedded_state_dir), and says
+    so in its first line; it logs its Placement and its ledger at start.
     """
+
+    #: The one command that falls back to the embedded Placement.
+    embedded_default = True
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -150,6 +170,16 @@ class Serve(command.Command):
         port = conf.api.bind_port if parsed_args.port is None \
             else parsed_args.port
         services = common.services(self)
+        placement_used = placement_conf.describe(conf)
+        if placement_conf.configured(conf) in ('endpoint', 'catalog'):
+            # Load its auth plugin now (no request is sent): a bad
+            # [placement] stops the start, not every later request.
+            try:
+                services.placement
+            except placement_client.PlacementError as exc:
+                main.fail(str(exc))
+        LOG.info('Placement: %s', placement_used)
+        LOG.info('Ledger: %s', ledger_conf.describe(conf))
         chain, app = build(conf, services)
         admin_port = conf.admin_api.bind_port \
             if parsed_args.admin_port is None else parsed_args.admin_port
@@ -171,10 +201,11 @@ class Serve(command.Command):
                     _warn(warning)
             self.app.stdout.write(
                 'placement-quota enforcement service listening on %s/v1/ '
-                '(auth: %s%s; filters: %s; %d threads)\n'
+                '(auth: %s%s; filters: %s; %d threads; Placement: %s)\n'
                 % (srv.url, conf.api.auth_strategy,
                    _UNPROTECTED if exposed else '',
-                   ', '.join(chain.names) or 'none', conf.api.threads))
+                   ', '.join(chain.names) or 'none', conf.api.threads,
+                   _short(conf)))
             if admin_server is not None:
                 self.app.stdout.write(
                     'placement-quota account admin API listening on %s/v1/ '

@@ -63,6 +63,7 @@ def _add_source_arguments(parser):
              'GET /usages of each project ([placement] options; "class:VCPU" '
              'and bare resource class names, and "servers" as INSTANCE '
              'consumers). Default: source.')
+    common.add_backend_arguments(parser)
 
 
 def load_data(cmd, parsed_args):
@@ -115,7 +116,7 @@ def _placement_usage(cmd, conf, data):
         main.fail('cannot reach Placement: %s' % exc)
 
 
-class TreeCheck(lister.Lister):
+class TreeCheck(common.Guarded, lister.Lister):
     """Check the project tree and limits against the strict two-level rules.
 
     Lists every violation: depth over two, unknown parents, cycles, invalid
@@ -168,7 +169,7 @@ class TreeCheck(lister.Lister):
 _SUFFIXES = {'.png': 'png', '.dot': 'dot', '.gv': 'dot'}
 
 
-class TreeShow(command.Command):
+class TreeShow(common.Guarded, command.Command):
     """Draw a project's tree in the notation of specs/002.
 
     "A (l=20, u=4)": l the limit, u the project's own usage; a child

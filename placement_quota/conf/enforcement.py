@@ -60,6 +60,24 @@ opts = [
              'use. 0 resolves them only once.'),
 ]
 
+#: ``[enforcement] unknown_reservation_types`` (the counting filters
+#: register it where the chain's options are absent: inside Blazar).
+UNKNOWN_TYPES_OPT = cfg.StrOpt(
+    'unknown_reservation_types', default='deny', choices=[
+        ('deny', 'a counting filter denies a lease holding a '
+                 'reservation type it cannot account for'),
+        ('allow', 'such reservations count as nothing (the behaviour '
+                  'before this option existed)')],
+    help='What the filters that count reserved amounts '
+         '(ReservationSizeFilter, NovaQuotaFilter, '
+         'PlacementCapacityFilter, CreditFilter, '
+         'ProjectTreeLimitFilter) do with a reservation whose '
+         'resource_type they cannot account for (one other than '
+         'physical:host, virtual:instance, flavor:instance, '
+         'virtual:floatingip and network). The denial names the type '
+         'and this option.')
+opts.append(UNKNOWN_TYPES_OPT)
+
 
 def register_opts(conf):
     _util.register(conf, GROUP, opts)

@@ -14,6 +14,8 @@
 import os
 
 from oslo_config import cfg
+import sqlalchemy.engine
+import sqlalchemy.exc
 
 from placement_quota.conf import _util
 from placement_quota.conf import placement
@@ -37,7 +39,9 @@ opts = [
         sample_default='sqlite:///$XDG_STATE_HOME/placement-quota/'
                        'ledger.sqlite',
         help='SQLAlchemy URL of the ledger database. SQLite (the default) '
-             'serves one host; for several service processes or hosts use '
+             'serves one host; the directory of a SQLite file set here must '
+             'exist (only the default state directory is created); for '
+             'several service processes or hosts use '
              'PostgreSQL (``postgresql+psycopg2://user:pass@host/db``, '
              'tested) or MySQL (``mysql+pymysql://...``, untested); the '
              'driver must be installed.'),
@@ -85,6 +89,40 @@ opts = [
         help='Seconds a host\'s inventories read from Placement are '
              'reused; 0 reads them for every lease.'),
 ]
+
+
+def describe(conf):
+    """The ledger of ``conf`` for logs and banners: its URL without a
+    password, and whether it is the default."""
+    url = conf.ledger.connection
+    try:
+        shown = sqlalchemy.engine.make_url(url).render_as_string(
+            hide_password=True)
+    except sqlalchemy.exc.ArgumentError:
+        shown = url
+    where = ('the default' if url == _default_connection()
+             else '[ledger] connection')
+    return '%s (%s)' % (shown, where)
+
+
+def missing_directory(url):
+    """The error message when ``url`` is a SQLite file whose directory does
+    not exist and is not the default state directory (which is created),
+    else None: a typo in the path must not create a new, empty ledger."""
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except sqlalchemy.exc.ArgumentError:
+        return None   # the engine reports it
+    if parsed.get_backend_name() != 'sqlite' or parsed.database in (
+            None, '', ':memory:') or parsed.database.startswith('file:'):
+        return None
+    directory = os.path.dirname(os.path.abspath(parsed.database))
+    default = os.path.abspath(placement._default_state_dir())
+    if directory == default or os.path.isdir(directory):
+        return None
+    return ('[ledger] connection %s: the directory %s does not exist; '
+            'create it or correct the path (only the default state '
+            'directory %s is created)' % (url, directory, default))
 
 
 def register_opts(conf):

@@ -12,7 +12,8 @@
 """``[nova]``: how placement-quota reaches the Nova API.
 
 Used for Nova's legacy quota sets (``NovaQuotaFilter`` with
-``nova_quota_source = legacy``) and for reading aggregates outside
+``nova_quota_source = legacy``), for reading the flavors of
+``flavor:instance`` reservations, and for reading aggregates outside
 nova-scheduler (``schedule explain``). The standard keystoneauth options,
 session options and adapter options (``region_name``, ``valid_interfaces``,
 ``endpoint_override``...).
@@ -28,7 +29,17 @@ GROUP = cfg.OptGroup(
          'it (an admin, or a user allowed to read every project\'s quota '
          'sets).')
 
-opts = []
+opts = [
+    cfg.IntOpt(
+        'flavor_cache_ttl', default=300, min=0,
+        help='Seconds a Nova flavor read for a flavor:instance reservation '
+             '(GET /flavors/{id} with its extra specs) is reused by later '
+             'decisions. A flavor not in the cache, or older than this, is '
+             'read again; a flavor Nova does not know is never cached. '
+             'Nova flavors are immutable except for their extra specs, '
+             'which an admin may change: those changes count after at most '
+             'this long. 0 reads the flavor for every decision.'),
+]
 
 
 def register_opts(conf):

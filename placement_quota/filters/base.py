@@ -29,7 +29,9 @@ import abc
 from oslo_config import cfg
 from oslo_log import log as logging
 
+from placement_quota.conf import enforcement as enforcement_conf
 from placement_quota import lease as lease_model
+from placement_quota.ledger import accounting
 
 LOG = logging.getLogger(__name__)
 
@@ -89,6 +91,25 @@ class BaseFilter(metaclass=abc.ABCMeta):
     def deny(self, message):
         """Return the denial to raise, labelled with this filter's name."""
         return EnforcementDenied(message, filter_name=self.name)
+
+    def deny_unaccounted(self, lease):
+        """Deny ``lease`` when it holds a reservation type that
+        :mod:`~placement_quota.ledger.accounting` cannot count, unless
+        ``[enforcement] unknown_reservation_types = allow``: a counting
+        filter never counts a reservation as nothing silently."""
+        found = accounting.unaccounted_types(lease)
+        if not found:
+            return
+        register_opts(self.conf, [enforcement_conf.UNKNOWN_TYPES_OPT],
+                      'enforcement')
+        if self.conf.enforcement.unknown_reservation_types == 'allow':
+            return
+        raise self.deny(
+            'The lease holds a reservation of type %s, which %s cannot '
+            'account for (it counts %s); [enforcement] '
+            'unknown_reservation_types = deny refuses such leases.'
+            % (', '.join(found), self.name,
+               ', '.join(accounting.KNOWN_TYPES)))
 
     @abc.abstractmethod
     def check_create(self, context, lease):

@@ -12,7 +12,11 @@
 """PlacementCapacityFilter: reserved instances must fit the free capacity.
 
 specs/001 chapter 22: a lease is issued only if unused capacity can hold
-all its reservations. For each ``virtual:instance`` reservation:
+all its reservations. For each ``virtual:instance`` reservation, and each
+``flavor:instance`` one (one instance being what Blazar's flavor plugin
+reserves in Placement for its flavor, ``flavor_rules.placement_resources``:
+VCPU or PCPU, MEMORY_MB, DISK_GB = root + ephemeral, ``resources:<CLASS>``
+overrides; the flavor read from Nova before the locks):
 
 * the eligible hosts are those Blazar allocated (their
   ``hypervisor_hostname``, the name of their Placement provider), or every
@@ -51,6 +55,7 @@ from placement_quota.ledger import models
 from placement_quota.ledger import window
 from placement_quota import lease as lease_model
 from placement_quota.placement import capacity
+from placement_quota.placement import client as placement_client
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,7 +108,15 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
             cached = self._rooms.get(key)
             if cached is not None and now - cached[0] < ttl:
                 return cached[1]
-        room = capacity.candidate_room(client, size)
+        try:
+            room = capacity.candidate_room(client, size)
+        except placement_client.PlacementError as exc:
+            # A flavor asking for a class no provider has ever had
+            # (resources:CUSTOM_X): no host can hold one instance.
+            if exc.status != 400 or 'No such resource class' not in str(
+                    exc):
+                raise
+            room = {}
         if ttl:
             self._rooms[key] = (now, room)
         return room
@@ -140,20 +153,22 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         """The eligible hosts and their room for each instance size of
         ``lease``, from Placement; None without instance reservations
         (Placement is not read)."""
-        reservations = lease.reservations_of(lease_model.INSTANCE)
+        reservations = _instance_reservations(lease)
         if not reservations:
             return None
+        flavors = ledger_base.lease_flavors(self, lease)
         client = self.services.placement
         hosts = self._eligible(client, reservations)
         rooms = {}
         for reservation in reservations:
-            size = accounting.instance_size(reservation)
+            size = _size(reservation, flavors)
             if size and _size_key(size) not in rooms:
                 rooms[_size_key(size)] = self._room(client, size)
         return Capacity(hosts, rooms)
 
     def check(self, admission):
-        reservations = admission.lease.reservations_of(lease_model.INSTANCE)
+        self.deny_unaccounted(admission.lease)
+        reservations = _instance_reservations(admission.lease)
         if not reservations:
             return
         read = admission.prepared_for(self)
@@ -166,7 +181,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         asked = {}
         room = {}
         for reservation in reservations:
-            size = accounting.instance_size(reservation)
+            size = _size(reservation, admission.flavors)
             amount = reservation.count('amount', 1)
             for rc, value in size.items():
                 asked[rc] = asked.get(rc, 0) + amount * value
@@ -207,6 +222,20 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                     % (rc, count, ledger_base.when(admission.start),
                        ledger_base.when(admission.end), asked[rc],
                        ledger_base.peak_text(peaks[rc]), free[rc]))
+
+
+def _instance_reservations(lease):
+    return [r for r in lease.reservations
+            if r.resource_type in (lease_model.INSTANCE, lease_model.FLAVOR)]
+
+
+def _size(reservation, flavors):
+    """One instance of ``reservation`` in Placement: its fields for a
+    ``virtual:instance``, Blazar's rule on its flavor for a
+    ``flavor:instance``."""
+    if reservation.resource_type == lease_model.FLAVOR:
+        return accounting.flavor_size(reservation, flavors)
+    return accounting.instance_size(reservation)
 
 
 def _size_text(size):

@@ -448,11 +448,19 @@ class FilterChain:
             return
         locks = []
         prepared = {}
+        flavors = None
+        counting = [f for f in ledger_filters
+                    if getattr(f, 'uses_flavors', False)]
+        if kind != admission_mod.ON_END and counting:
+            # Before any prepare step: PlacementCapacityFilter's needs the
+            # flavors' sizes (ledger_base.lease_flavors finds them).
+            flavors = self._prefetch(counting[0], kind, context, lease)
         for filter_ in ledger_filters:
             try:
                 names = filter_.ledger_locks(context)
                 if kind != admission_mod.ON_END:
-                    prepared[filter_] = filter_.prepare(context, lease)
+                    with ledger_base.flavors_prefetched(flavors):
+                        prepared[filter_] = filter_.prepare(context, lease)
             except (base.EnforcementDenied, lease_model.PayloadError):
                 raise
             except Exception as exc:
@@ -477,7 +485,7 @@ class FilterChain:
             with ledger_base.ledger_denials():
                 with admission_mod.admit(
                         first.ledger, kind, context, lease, current_lease,
-                        locks, host_resources, prepared) as adm:
+                        locks, host_resources, prepared, flavors) as adm:
                     yield adm
         except (base.EnforcementDenied, FilterError, ServiceUnavailable,
                 lease_model.PayloadError):
@@ -491,6 +499,23 @@ class FilterChain:
             LOG.exception('The ledger failed during %s for project %s', kind,
                           context.project_id)
             raise FilterError('ledger', exc) from exc
+
+    def _prefetch(self, filter_, kind, context, lease):
+        """The flavors of ``lease`` (ledger_base.prefetch_flavors), Nova
+        not answering turned into :class:`ServiceUnavailable`."""
+        try:
+            return ledger_base.prefetch_flavors(filter_, lease)
+        except (base.EnforcementDenied, lease_model.PayloadError):
+            raise
+        except Exception as exc:
+            message = outage(exc)
+            if message is not None:
+                LOG.error('Gave %s of project %s up reading its flavors: '
+                          '%s', kind, context.project_id, message)
+                raise ServiceUnavailable(message) from exc
+            LOG.exception('Cannot read the flavors of a lease of project '
+                          '%s', context.project_id)
+            raise FilterError(filter_.name, exc) from exc
 
     def check_create(self, context, lease):
         context = lease_model.Context.coerce(context)

@@ -22,6 +22,10 @@ classes as in StackHPC's coral-credits):
   request, :class:`~placement_quota.lease.PayloadError`);
 * ``virtual:instance``: ``amount`` x (``credit_instance_rate`` + the
   ``credit_class_rates`` of its VCPU, MEMORY_MB and DISK_GB);
+* ``flavor:instance``: the same, on the classes Blazar reserves in
+  Placement for one instance of its flavor
+  (``flavor_rules.placement_resources``: PCPU, custom classes... each at
+  its ``credit_class_rates`` rate, 0 when it has none);
 * ``virtual:floatingip``: ``credit_floatingip_rate`` per IP;
 * ``network``: ``credit_network_rate`` per network.
 
@@ -75,8 +79,10 @@ def host_factor(allocation, key, maximum, field):
     return factor
 
 
-def hourly_rate(lease, group, field='lease'):
-    """Credits per hour of ``lease`` under the ``[enforcement]`` rates.
+def hourly_rate(lease, group, field='lease', flavors=None):
+    """Credits per hour of ``lease`` under the ``[enforcement]`` rates
+    (``flavors``: those of its ``flavor:instance`` reservations, read from
+    Nova beforehand; KeyError for one missing).
 
     Raises :class:`~placement_quota.lease.PayloadError` for a host factor
     out of bounds (see :func:`host_factor`); ``field`` is the lease's path.
@@ -94,9 +100,12 @@ def hourly_rate(lease, group, field='lease'):
             else:
                 rate += (group.credit_host_rate *
                          accounting.host_count(reservation))
-        elif rtype == lease_model.INSTANCE:
+        elif rtype in (lease_model.INSTANCE, lease_model.FLAVOR):
             per_instance = group.credit_instance_rate
-            for rc, amount in accounting.instance_size(reservation).items():
+            size = (accounting.flavor_size(reservation, flavors)
+                    if rtype == lease_model.FLAVOR
+                    else accounting.instance_size(reservation))
+            for rc, amount in size.items():
                 per_instance += class_rates.get(rc, 0.0) * amount
             rate += reservation.count('amount', 1) * per_instance
         elif rtype == lease_model.FLOATINGIP:
@@ -159,7 +168,9 @@ class CreditFilter(ledger_base.LedgerFilter):
         _validate_class_rates(conf.enforcement.credit_class_rates)
 
     def check(self, admission):
-        rate = hourly_rate(admission.lease, self.conf.enforcement)
+        self.deny_unaccounted(admission.lease)
+        rate = hourly_rate(admission.lease, self.conf.enforcement,
+                           flavors=admission.flavors)
         rate_micro = store.to_micro(rate)
         txn = admission.txn
         entry = admission.entry

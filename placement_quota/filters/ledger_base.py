@@ -24,7 +24,11 @@ locks (the chain runs every ledger filter's, then opens the admission);
 :meth:`LedgerFilter.check` finds it again with
 ``admission.prepared_for(self)``. A slow or hung Placement then never
 holds a ledger lock that other projects' requests wait for. The reserved
-hosts' resources are read the same way (:func:`prefetch_hosts`).
+hosts' resources are read the same way (:func:`prefetch_hosts`), and so
+are the Nova flavors of ``flavor:instance`` reservations
+(:func:`prefetch_flavors`, before every filter's ``prepare``, which finds
+them with :func:`lease_flavors`; the admission hands them to
+``accounting.lease_amounts``).
 
 The ledger and the host resource reader come from the
 :class:`~placement_quota.services.Services` the filter is given; a filter
@@ -32,7 +36,10 @@ built with ``conf`` alone makes its own.
 """
 
 import contextlib
+import contextvars
 
+from placement_quota.compute import flavor_rules
+from placement_quota.compute import flavors as flavors_mod
 from placement_quota.filters import base
 from placement_quota.ledger import accounting
 from placement_quota.ledger import admission as admission_mod
@@ -74,6 +81,75 @@ def prefetch_hosts(host_resources, lease):
     return prefetch(names)
 
 
+#: The flavors the chain read for the request being prepared.
+_FLAVORS = contextvars.ContextVar('placement_quota_flavors', default=None)
+
+
+def prefetch_flavors(filter_, lease, field='lease'):
+    """The flavors of ``lease``'s ``flavor:instance`` reservations, read
+    now (before the locks) through ``filter_.services.flavors``: a
+    :class:`~placement_quota.compute.flavors.Prefetched`, or None when the
+    lease has none.
+
+    A flavor that cannot be counted is a denial (labelled ``filter_``):
+    unknown to Nova, refused by Nova, with malformed or uncounted extra
+    specs, or no Nova configured. A reservation without a flavor ID, or
+    amounts past the ledger's bounds, is a
+    :class:`~placement_quota.lease.PayloadError`. Nova not answering is
+    :class:`~placement_quota.compute.flavors.FlavorUnavailable` (503).
+    """
+    found = accounting.flavor_ids(lease)
+    if not found:
+        return None
+    for index, reservation, flavor_id in found:
+        if flavor_id is None:
+            raise lease_model.PayloadError(
+                '%s.reservations[%d].flavor_id' % (field, index),
+                'is required for a flavor:instance reservation',
+                has_value=False)
+    try:
+        reader = filter_.services.flavors
+        flavors = reader.prefetch(f for _, _, f in found)
+        for flavor in flavors.flavors.values():
+            flavor_rules.placement_resources(flavor)
+            flavor_rules.nova_resources(flavor)
+    except flavors_mod.FlavorError as exc:
+        raise filter_.deny(_flavor_denial(exc, found, field)) from None
+    except flavor_rules.MalformedFlavor as exc:
+        raise filter_.deny(
+            '%s %s cannot count this flavor; it is refused.'
+            % (_flavor_denial(exc, found, field), filter_.name)) from None
+    accounting.check_flavor_totals(lease, flavors, field)
+    return flavors
+
+
+def _flavor_denial(exc, found, field):
+    flavor_id = getattr(exc, 'flavor_id', None)
+    for index, _, fid in found:
+        if fid == flavor_id:
+            return '%s.reservations[%d].flavor_id: %s' % (field, index, exc)
+    return str(exc)
+
+
+@contextlib.contextmanager
+def flavors_prefetched(flavors):
+    """Make ``flavors`` what :func:`lease_flavors` finds meanwhile."""
+    token = _FLAVORS.set(flavors)
+    try:
+        yield flavors
+    finally:
+        _FLAVORS.reset(token)
+
+
+def lease_flavors(filter_, lease):
+    """The flavors of ``lease`` the chain read before the prepare step,
+    else read now (:func:`prefetch_flavors`)."""
+    found = _FLAVORS.get()
+    if found is not None:
+        return found
+    return prefetch_flavors(filter_, lease)
+
+
 @contextlib.contextmanager
 def ledger_denials():
     """The ledger's own refusals (an update of an ended lease) as a
@@ -89,6 +165,8 @@ class LedgerFilter(base.BaseFilter):
     """A filter deciding on the ledger's data."""
 
     uses_ledger = True
+    #: Whether it counts the flavors of flavor:instance reservations.
+    uses_flavors = True
 
     def __init__(self, conf, services=None):
         if services is None:
@@ -126,16 +204,19 @@ class LedgerFilter(base.BaseFilter):
                 yield adm
             return
         prepared = {}
-        host_resources = None
+        host_resources = flavors = None
         if kind != admission_mod.ON_END:
-            prepared[self] = self.prepare(context, lease)
+            if self.uses_flavors:
+                flavors = prefetch_flavors(self, lease)
+            with flavors_prefetched(flavors):
+                prepared[self] = self.prepare(context, lease)
             host_resources = prefetch_hosts(self.host_resources, lease)
         with ledger_denials():
             with admission_mod.admit(
                     self.ledger, kind, context, lease, current_lease,
                     locks=self.ledger_locks(context),
                     host_resources=host_resources,
-                    prepared=prepared) as adm:
+                    prepared=prepared, flavors=flavors) as adm:
                 yield adm
 
     def check_create(self, context, lease):

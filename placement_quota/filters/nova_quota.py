@@ -27,8 +27,13 @@ disk (GiB)        ``class:DISK_GB``           (none)
 ================  ==========================  ===========================
 
 A reserved instance counts one instance and its flavor's VCPU, RAM and
-disk. A reserved host counts as one instance
-(``nova_quota_hosts_as_instances``) and, with
+disk. A ``flavor:instance`` reservation counts, per instance, what Nova
+will count when it boots (``flavor_rules.nova_resources``, the rule of
+Nova's ``resources_from_flavor``: PCPU for dedicated CPUs, swap in the
+disk, ``resources:<CLASS>`` extra specs), against every ``class:*`` unified
+limit the project has (``class:PCPU``, ``class:CUSTOM_*``... too); with
+legacy quota sets, ``cores`` counts its VCPU and PCPU. A reserved host
+counts as one instance (``nova_quota_hosts_as_instances``) and, with
 ``nova_quota_count_host_resources``, its whole VCPU, RAM and disk.
 
 Unified limits are read from Keystone (service ``nova_quota_service_type``)
@@ -66,7 +71,8 @@ UNIFIED_RESOURCES = {
 }
 LEGACY_RESOURCES = {
     'instances': (accounting.INSTANCES, None),
-    'cores': (accounting.VCPU, 'VCPU'),
+    # Nova's legacy cores count a flavor's vcpus, dedicated or not.
+    'cores': ((accounting.VCPU, accounting.CLASS_PREFIX + 'PCPU'), 'VCPU'),
     'ram': (accounting.MEMORY_MB, 'MEMORY_MB'),
 }
 
@@ -76,7 +82,10 @@ def nova_amounts(amounts, resources, hosts_as_instances,
     """Ledger amounts -> ``{nova resource: amount}``."""
     found = {}
     for nova_resource, (ours, host_class) in resources.items():
-        value = amounts.get(ours, 0)
+        if isinstance(ours, tuple):
+            value = sum(amounts.get(name, 0) for name in ours)
+        else:
+            value = amounts.get(ours, 0)
         if ours == accounting.INSTANCES and hosts_as_instances:
             value += amounts.get(accounting.HOSTS, 0)
         if host_class and count_host_resources:
@@ -123,16 +132,23 @@ class QuotaReader:
     def group(self):
         return self.conf.enforcement
 
-    @property
-    def resources(self):
+    def resources(self, amounts=()):
+        """Nova resource -> (ledger resource, host class): with unified
+        limits, every other ``class:*`` of ``amounts`` too."""
         if self.group.nova_quota_source == LEGACY:
             return LEGACY_RESOURCES
-        return UNIFIED_RESOURCES
+        found = dict(UNIFIED_RESOURCES)
+        for name in amounts:
+            if name.startswith(accounting.CLASS_PREFIX):
+                found.setdefault(name, (name, None))
+        return found
 
-    def read(self, project_id):
+    def read(self, project_id, classes=()):
+        """``(limits, in_use)``; ``classes``: the other ``class:*``
+        unified limits to read (those the lease asks for)."""
         if self.group.nova_quota_source == LEGACY:
             return self._read_legacy(project_id)
-        return self._read_unified(project_id)
+        return self._read_unified(project_id, classes)
 
     def _read_legacy(self, project_id):
         with self._lock:
@@ -167,7 +183,7 @@ class QuotaReader:
                 self._usage = usage.PlacementUsage(self.services.placement)
             return self._usage
 
-    def _read_unified(self, project_id):
+    def _read_unified(self, project_id, classes=()):
         with self._lock:
             if self._source is None:
                 self._source = self._unified_source()
@@ -175,14 +191,16 @@ class QuotaReader:
         project = data.projects.get(project_id)
         own = project.limits if project is not None else {}
         limits = {}
-        for resource in UNIFIED_RESOURCES:
+        names = list(UNIFIED_RESOURCES) + sorted(
+            set(classes) - set(UNIFIED_RESOURCES))
+        for resource in names:
             value = own.get(resource, data.registered_limits.get(resource))
             if value is not None:
                 limits[resource] = value
         in_use = {}
         if self.group.nova_quota_include_usage:
             in_use = self._placement_usage().get_usage(
-                [project_id], list(UNIFIED_RESOURCES))[project_id]
+                [project_id], names)[project_id]
         return limits, in_use
 
 
@@ -237,7 +255,7 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
 
     def _convert(self, amounts):
         group = self.conf.enforcement
-        return nova_amounts(amounts, self.reader.resources,
+        return nova_amounts(amounts, self.reader.resources(amounts),
                             group.nova_quota_hosts_as_instances,
                             group.nova_quota_count_host_resources)
 
@@ -246,16 +264,29 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
         before the ledger locks anything, for a lease with hosts or
         instances."""
         if not (lease.reservations_of(lease_model.HOST) or
-                lease.reservations_of(lease_model.INSTANCE)):
+                lease.reservations_of(lease_model.INSTANCE) or
+                lease.reservations_of(lease_model.FLAVOR)):
             return None
-        return self.reader.read(context.project_id)
+        return self.reader.read(context.project_id,
+                                self._classes(context, lease))
+
+    def _classes(self, context, lease):
+        """The ``class:*`` resources the lease's flavors ask for."""
+        flavors = ledger_base.lease_flavors(self, lease)
+        if flavors is None:
+            return ()
+        return sorted(r for r in accounting.lease_amounts(
+            lease, flavors=flavors) if r.startswith(
+                accounting.CLASS_PREFIX))
 
     def check(self, admission):
+        self.deny_unaccounted(admission.lease)
         asked = self._convert(admission.amounts)
         if not asked:
             return
-        limits, in_use = (admission.prepared_for(self) or
-                          self.reader.read(admission.project_id))
+        limits, in_use = (admission.prepared_for(self) or self.reader.read(
+            admission.project_id, [r for r in asked if r.startswith(
+                accounting.CLASS_PREFIX)]))
         intervals = [window.Interval(i.start, i.end,
                                      self._convert(i.amounts))
                      for i, row in admission.intervals()]

@@ -13,8 +13,11 @@
 
 specs/000's use case "limiting the size (number of hosts, instances,
 floating IPs) of reservations". A host reservation counts the hosts Blazar
-allocated (its ``max`` before it chose them); an instance or floating IP
-reservation its ``amount``; a network reservation one network.
+allocated (its ``max`` before it chose them); an instance
+(``virtual:instance`` or ``flavor:instance``) or floating IP reservation
+its ``amount``; a network reservation one network. A lease holding another
+reservation type is denied unless ``[enforcement]
+unknown_reservation_types = allow``.
 """
 
 from oslo_config import cfg
@@ -44,7 +47,8 @@ class ReservationSizeFilter(base.BaseFilter):
         _opt('max_hosts_per_reservation', ('hosts', 'in one physical:host '
                                            'reservation')),
         _opt('max_instances_per_reservation',
-             ('instances', 'in one virtual:instance reservation')),
+             ('instances', 'in one virtual:instance or flavor:instance '
+                           'reservation')),
         _opt('max_floatingips_per_reservation',
              ('floating IPs', 'in one virtual:floatingip reservation')),
         _opt('max_hosts_per_lease', ('hosts', 'in one lease, over all its '
@@ -62,6 +66,7 @@ class ReservationSizeFilter(base.BaseFilter):
 
     def _check(self, lease, field):
         lease = self.lease(lease, field)
+        self.deny_unaccounted(lease)
         per_reservation = self._limits('reservation')
         totals = {}
         for index, reservation in enumerate(lease.reservations):
@@ -74,7 +79,8 @@ class ReservationSizeFilter(base.BaseFilter):
                     raise self.deny(
                         'Reservation %d (%s) asks for %d %s; at most %d are '
                         'allowed in one reservation.'
-                        % (index + 1, rtype, asked, noun, limit))
+                        % (index + 1, reservation.resource_type, asked,
+                           noun, limit))
         per_lease = self._limits('lease')
         for resource, rtype, noun in _KINDS:
             limit = per_lease.get(resource) or 0

@@ -20,10 +20,12 @@ rules of specs/002, applied to what is reserved over the lease's window:
 * the peak reserved by the whole tree (the root and all its children)
   plus the lease's must fit the root's limit.
 
-The resources checked are ``tree_limit_resources``, or, when it is empty,
-every resource that has a registered or a project limit. Admissions in one
-tree take the root's ledger lock, so two children never pass their
-parent's limit together.
+A ``flavor:instance`` reservation counts its instances and what Nova
+counts for its flavor (``class:VCPU`` or ``class:PCPU``, ...: the ledger's
+amounts). The resources checked are ``tree_limit_resources``, or, when it
+is empty, every resource that has a registered or a project limit.
+Admissions in one tree take the root's ledger lock, so two children never
+pass their parent's limit together.
 """
 
 import threading
@@ -114,6 +116,7 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
 
     def check(self, admission):
         tree = self._request_tree(admission.project_id)
+        self.deny_unaccounted(admission.lease)
         asked = admission.amounts
         resources = self._resources(tree, asked)
         if not resources:

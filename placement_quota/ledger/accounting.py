@@ -22,14 +22,26 @@ the limits the policies read:
 ``instances``      ``virtual:instance``: ``amount``
 ``class:VCPU``     ``amount`` x ``vcpus``; ``class:MEMORY_MB`` and
                    ``class:DISK_GB`` likewise (Nova's unified-limit names)
+``instances``      ``flavor:instance``: ``amount``
+``class:<CLASS>``  ``amount`` x what Nova counts for one instance of the
+                   flavor (``flavor_rules.nova_resources``: VCPU or PCPU,
+                   MEMORY_MB, DISK_GB with swap, ``resources:`` extra
+                   specs), when the flavors are given (read from Nova
+                   before the admission); without them, only instances
 ``floatingips``    ``virtual:floatingip``: ``amount``
 ``networks``       ``network``: one segment per reservation
 =================  ====================================================
 
-Unknown reservation types reserve nothing we count.
+Other reservation types reserve nothing here; the counting filters deny
+them unless ``[enforcement] unknown_reservation_types = allow``
+(:func:`unaccounted_types`).
 """
 
+import json
+
+from placement_quota.compute import flavor_rules
 from placement_quota import lease as lease_model
+from placement_quota import lease_schema
 
 HOSTS = 'hosts'
 INSTANCES = 'instances'
@@ -39,6 +51,12 @@ VCPU = 'class:VCPU'
 MEMORY_MB = 'class:MEMORY_MB'
 DISK_GB = 'class:DISK_GB'
 HOST_PREFIX = 'host:'
+
+CLASS_PREFIX = 'class:'
+
+#: The reservation types this module accounts for.
+KNOWN_TYPES = (lease_model.HOST, lease_model.INSTANCE, lease_model.FLAVOR,
+               lease_model.FLOATINGIP, lease_model.NETWORK)
 
 #: Instance fields -> the resource they multiply into.
 INSTANCE_CLASSES = (('vcpus', VCPU), ('memory_mb', MEMORY_MB),
@@ -65,12 +83,86 @@ def host_count(reservation):
     return reservation.count('max', 0) or reservation.count('min', 0) or 1
 
 
-def reservation_amounts(reservation, host_resources=None):
+def unaccounted_types(lease):
+    """The reservation types of ``lease`` this module does not account
+    for, sorted (empty for a lease it counts entirely)."""
+    return sorted({r.resource_type for r in lease.reservations
+                   if r.resource_type not in KNOWN_TYPES})
+
+
+def flavor_id(reservation):
+    """The flavor ID of a ``flavor:instance`` reservation: its
+    ``flavor_id``, else the ``id`` of the flavor Blazar stored in its
+    ``resource_properties`` (a stored reservation), else None."""
+    found = reservation.get('flavor_id')
+    if isinstance(found, str) and found:
+        return found
+    stored = reservation.get('resource_properties')
+    if isinstance(stored, str) and stored.startswith('{'):
+        try:
+            found = json.loads(stored).get('id')
+        except (ValueError, AttributeError):
+            return None
+        if isinstance(found, str) and found:
+            return found
+    return None
+
+
+def flavor_ids(lease):
+    """``[(index, reservation, flavor ID or None)]`` of the
+    ``flavor:instance`` reservations of ``lease``."""
+    return [(index, r, flavor_id(r))
+            for index, r in enumerate(lease.reservations)
+            if r.resource_type == lease_model.FLAVOR]
+
+
+def flavor_of(reservation, flavors):
+    """The :class:`~placement_quota.compute.flavor_rules.Flavor` of a
+    ``flavor:instance`` reservation in ``flavors`` (the prefetched
+    mapping); KeyError when it was not read."""
+    return flavors[flavor_id(reservation)]
+
+
+def flavor_size(reservation, flavors):
+    """``{class: amount}`` Blazar reserves in Placement for one instance
+    of a ``flavor:instance`` reservation (zero amounts left out)."""
+    size, _ = flavor_rules.placement_resources(flavor_of(reservation,
+                                                         flavors))
+    return {rc: value for rc, value in size.items() if value > 0}
+
+
+def check_flavor_totals(lease, flavors, field='lease'):
+    """Refuse a lease whose flavor instances add up to more than
+    :data:`~placement_quota.lease_schema.MAX_TOTAL` of a class, by either
+    rule, as a :class:`~placement_quota.lease.PayloadError` naming the
+    reservation's ``amount``."""
+    totals = {}
+    for index, reservation, _ in flavor_ids(lease):
+        flavor = flavor_of(reservation, flavors)
+        amount = reservation.count('amount', 1)
+        sizes = dict(flavor_rules.placement_resources(flavor)[0])
+        for rc, value in flavor_rules.nova_resources(flavor).items():
+            sizes[rc] = max(sizes.get(rc, 0), value)
+        for rc, value in sizes.items():
+            totals[rc] = totals.get(rc, 0) + amount * value
+            if totals[rc] > lease_schema.MAX_TOTAL:
+                raise lease_model.PayloadError(
+                    '%s.reservations[%d].amount' % (field, index),
+                    'makes the lease reserve more than %d %s in all '
+                    '(amount x the %s of flavor %s)'
+                    % (lease_schema.MAX_TOTAL, rc, rc, flavor.id),
+                    reservation.get('amount'))
+
+
+def reservation_amounts(reservation, host_resources=None, flavors=None):
     """``{resource: amount}`` of one :class:`~lease.Reservation`.
 
     ``host_resources(hostname)`` returns ``{'VCPU': n, ...}`` of one host
     (from Placement); without it, or for a host it does not know, hosts
-    count only as hosts.
+    count only as hosts. ``flavors`` maps a flavor ID to its flavor (read
+    from Nova beforehand, :class:`~placement_quota.compute.flavors.
+    Prefetched`); without it a ``flavor:instance`` reservation counts only
+    its instances, and a flavor it lacks raises KeyError.
     """
     rtype = reservation.resource_type
     amounts = {}
@@ -88,6 +180,13 @@ def reservation_amounts(reservation, host_resources=None):
             per_instance = reservation.count(field, 0)
             if per_instance:
                 amounts[resource] = amount * per_instance
+    elif rtype == lease_model.FLAVOR:
+        amount = reservation.count('amount', 1)
+        amounts[INSTANCES] = amount
+        if flavors is not None:
+            flavor = flavor_of(reservation, flavors)
+            for rc, value in flavor_rules.nova_resources(flavor).items():
+                amounts[CLASS_PREFIX + rc] = amount * value
     elif rtype == lease_model.FLOATINGIP:
         amounts[FLOATINGIPS] = reservation.count('amount', 1)
     elif rtype == lease_model.NETWORK:
@@ -102,11 +201,13 @@ def add(total, amounts):
     return total
 
 
-def lease_amounts(lease, host_resources=None):
-    """``{resource: amount}`` of a whole :class:`~lease.Lease`."""
+def lease_amounts(lease, host_resources=None, flavors=None):
+    """``{resource: amount}`` of a whole :class:`~lease.Lease` (see
+    :func:`reservation_amounts`)."""
     total = {}
     for reservation in lease.reservations:
-        add(total, reservation_amounts(reservation, host_resources))
+        add(total, reservation_amounts(reservation, host_resources,
+                                       flavors))
     return total
 
 

@@ -80,7 +80,7 @@ class Admission:
     """The ledger's view of one request, inside its locked transaction."""
 
     def __init__(self, txn, kind, context, lease, current_lease=None,
-                 host_resources=None, prepared=None):
+                 host_resources=None, prepared=None, flavors=None):
         self.txn = txn
         self.kind = kind
         self.context = context
@@ -88,6 +88,8 @@ class Admission:
         self.lease = lease
         self.current_lease = current_lease
         self.host_resources = host_resources
+        #: The flavors of its flavor:instance reservations, read before.
+        self.flavors = flavors
         #: What each filter's ``prepare`` read before the locks, by filter.
         self.prepared = dict(prepared or {})
         self._amounts = None
@@ -158,8 +160,8 @@ class Admission:
     def amounts(self):
         """What the lease (its new state, for an update) reserves."""
         if self._amounts is None:
-            self._amounts = accounting.lease_amounts(self.lease,
-                                                     self.host_resources)
+            self._amounts = accounting.lease_amounts(
+                self.lease, self.host_resources, self.flavors)
         return self._amounts
 
     @property
@@ -293,13 +295,14 @@ def current():
 
 @contextlib.contextmanager
 def admit(ledger, kind, context, lease, current_lease=None, locks=(),
-          host_resources=None, prepared=None):
+          host_resources=None, prepared=None, flavors=None):
     """Join the open admission, or open one: lock, decide, record.
 
     The block decides (raising denies); the entry is recorded when it
     returns normally. ``locks`` are taken with the project's own, in the
     ledger's lock order (ledger/locks.py). ``prepared`` is ``{filter:
-    what its prepare step read}``.
+    what its prepare step read}``; ``flavors`` the flavors of its
+    ``flavor:instance`` reservations, read before the locks.
     """
     existing = _CURRENT.get()
     if existing is not None:
@@ -307,7 +310,7 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
         return
     with ledger.transaction([context.project_id] + list(locks)) as txn:
         adm = Admission(txn, kind, context, lease, current_lease,
-                        host_resources, prepared)
+                        host_resources, prepared, flavors)
         token = _CURRENT.set(adm)
         try:
             yield adm

@@ -34,6 +34,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 from sqlalchemy import exc as sa_exc
 
+from placement_quota.conf import ledger as ledger_conf
 from placement_quota.ledger import accounting
 from placement_quota.ledger import deadlines
 from placement_quota.ledger import engine
@@ -97,7 +98,14 @@ class Ledger:
 
     @classmethod
     def from_conf(cls, conf):
+        """The ledger of ``[ledger]``; LedgerError for a SQLite file whose
+        directory is missing (see
+        :func:`placement_quota.conf.ledger.missing_directory`)."""
         group = conf.ledger
+        missing = ledger_conf.missing_directory(group.connection)
+        if missing:
+            raise errors.LedgerError(missing)
+        LOG.info('Ledger: %s', ledger_conf.describe(conf))
         return cls(group.connection, lock_timeout=group.lock_timeout,
                    pool_size=group.pool_size,
                    migrate=group.auto_migrate or None,

@@ -68,6 +68,10 @@ from placement_quota.lifecycle import events
 
 LOG = logging.getLogger(__name__)
 
+#: What a transport URL or driver that cannot be used raises.
+BROKER_ERRORS = (oslo_messaging.InvalidTransportURL,
+                 oslo_messaging.DriverLoadFailure)
+
 #: The event types the endpoint receives (a regular expression).
 EVENT_TYPE_FILTER = r'^lease\.'
 

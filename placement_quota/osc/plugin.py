@@ -137,6 +137,7 @@ class PlacementQuotaClient:
                                           use_stderr=True)
             except (cfg.Error, ValueError) as exc:
                 main.fail('configuration error: %s' % exc)
+            main.check_config_files(conf)
             self._conf = conf
         return self._conf
 

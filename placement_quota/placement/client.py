@@ -162,6 +162,25 @@ class AuthFailure(PlacementError):
                            'for %s %s: %s' % (method, url, detail))
 
 
+class NotConfigured(PlacementError):
+    """``[placement]`` names no usable Placement: none at all where the
+    embedded one was not chosen, an auth plugin keystoneauth cannot load,
+    or contradictory options. The message says what to configure."""
+
+    def __init__(self, detail):
+        super().__init__(0, None, detail, 'GET', '/')
+        Exception.__init__(self, detail)
+
+
+#: What a command says when no Placement is configured and the embedded
+#: one was not chosen.
+NOT_CONFIGURED = (
+    'no Placement is configured: set [placement] auth_type and its '
+    'credentials (auth_url, username, password...) or endpoint_override to '
+    'use the cloud\'s Placement, or [placement] embedded = true (or '
+    '--embedded) to use the embedded one')
+
+
 class VersionTooOld(PlacementError):
     """The server's highest microversion is below what we need."""
 
@@ -273,20 +292,50 @@ class PlacementClient:
         self.calls = 0
 
     @classmethod
-    def from_conf(cls, conf, fallback=None):
+    def from_conf(cls, conf, fallback=None, embedded_default=True):
         """From ``[placement]``; when it configures no Placement (neither
         auth options nor ``endpoint_override``), ``fallback()`` -- a
         ``(keystoneauth Adapter, description)`` pair, or None -- else the
-        embedded default. The ``openstack`` client plugin passes the
-        session of the shell's credentials as ``fallback``."""
+        embedded Placement, if ``[placement] embedded`` chose it or
+        ``embedded_default`` allows it (``serve``). The ``openstack``
+        client plugin passes the session of the shell's credentials as
+        ``fallback``.
+
+        :raises NotConfigured: no Placement where the embedded one is not
+            allowed, an auth plugin that cannot be loaded, or ``embedded``
+            set together with auth options or ``endpoint_override``.
+        """
         group = placement_conf.GROUP.name
         options = conf[group]
-        auth = ks_loading.load_auth_from_conf_options(conf, group)
+        try:
+            auth = ks_loading.load_auth_from_conf_options(conf, group)
+        except ks_exceptions.NoMatchingPlugin:
+            raise NotConfigured(
+                '[placement] auth_type = %s: keystoneauth has no such auth '
+                'plugin (password, v3applicationcredential, admin_token... '
+                'or leave it unset)' % options.auth_type) from None
+        except ks_exceptions.ClientException as exc:
+            raise NotConfigured('[placement] auth_type = %s: %s'
+                                % (options.auth_type, exc)) from None
+        if options.embedded and (auth is not None or
+                                 options.endpoint_override):
+            raise NotConfigured(
+                '[placement] embedded = true and %s are both set: choose '
+                'the embedded Placement or the cloud\'s'
+                % ('endpoint_override' if options.endpoint_override
+                   else 'auth_type'))
         if auth is None and not options.endpoint_override:
-            found = fallback() if fallback is not None else None
+            found = None
+            if fallback is not None and not options.embedded:
+                found = fallback()
             if found is not None:
-                return cls(*found)
-            return cls.embedded(options.embedded_state_dir)
+                client = cls(*found)
+            elif options.embedded or embedded_default:
+                client = cls.embedded(options.embedded_state_dir)
+            else:
+                raise NotConfigured(NOT_CONFIGURED)
+            LOG.info('Placement: %s', client.description)
+            return client
         session = ks_loading.load_session_from_conf_options(conf, group,
                                                             auth=auth)
         adapter = ks_loading.load_adapter_from_conf_options(
@@ -294,6 +343,7 @@ class PlacementClient:
         client = cls(adapter, options.endpoint_override or 'Placement of '
                      'the service catalog (%s)' % (options.region_name or
                                                    'any region'))
+        LOG.info('Placement: %s', placement_conf.describe(conf))
         client._warn_if_unbounded()
         return client
 
@@ -349,9 +399,10 @@ class PlacementClient:
         served on a loopback port (started once per process)."""
         endpoint = embedded.serve_in_thread(
             embedded.sqlite_connection(state_dir))
-        LOG.info('Using the embedded Placement at %s (database in %s)',
-                 endpoint, state_dir)
-        return cls.from_endpoint(endpoint, embedded.NOAUTH_HEADERS)
+        client = cls.from_endpoint(endpoint, embedded.NOAUTH_HEADERS)
+        client.description = ('the embedded Placement at %s (database in '
+                              '%s)' % (endpoint, state_dir))
+        return client
 
     # --- microversions ------------------------------------------------------
 

@@ -458,6 +458,13 @@ def _umount(path):
 
 class SQLiteFaultTestCase(FaultTestCase):
 
+    def serve(self, *args, **kwargs):
+        # The ledger's directory, made as an operator makes it: a
+        # configured SQLite path whose directory is missing is refused.
+        os.makedirs(os.path.dirname(
+            self.ledger_url()[len('sqlite:///'):]), exist_ok=True)
+        return super().serve(*args, **kwargs)
+
     def lease_ends(self, body):
         status, _, took = self.post('on-end', body)
         self.assertEqual((204, True), (status, took < AT_ONCE))

@@ -46,7 +46,8 @@ class TestHermetic(test_cli.CLITestCase):
         os.makedirs(self.decoy)
         user = {'HOME': self.decoy, 'XDG_STATE_HOME': ''}
         for account in ('A', 'B'):
-            result = run('account', 'set', account, '--limit', 'hosts=1',
+            result = run('account', 'set', account, '--embedded',
+                         '--limit', 'hosts=1',
                          *(['--parent', 'A'] if account == 'B' else []),
                          env=user)
             self.assertEqual(0, result.returncode, result.stderr)
@@ -77,7 +78,8 @@ class TestLimitsFileAlone(test_cli.CLITestCase):
 
     def setUp(self):
         super().setUp()
-        result = run('account', 'set', 'A', '--limit', 'hosts=1')
+        result = run('account', 'set', 'A', '--embedded', '--limit',
+                     'hosts=1')
         self.assertEqual(0, result.returncode, result.stderr)
         self.limits = self.write('limits.yaml', LIMITS)
 

@@ -26,7 +26,7 @@ class AccountCLITestCase(CLITestCase):
         super().setUp()
         self.conf = self.config(
             '[ledger]\nconnection = sqlite:///%s\n'
-            '[placement]\nembedded_state_dir = %s\n'
+            '[placement]\nembedded = true\nembedded_state_dir = %s\n'
             % (os.path.join(self.dir, 'ledger.sqlite'),
                os.path.join(self.dir, 'placement')))
 

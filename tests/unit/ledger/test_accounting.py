@@ -15,6 +15,7 @@ import testtools
 
 from placement_quota.ledger import accounting
 from placement_quota import lease as lease_model
+from tests import flavor_helpers
 from tests import spec_examples as spec
 
 
@@ -66,9 +67,37 @@ class TestReservationAmounts(testtools.TestCase):
         r = reservation(resource_type='network', network_name='x')
         self.assertEqual({'networks': 1}, accounting.reservation_amounts(r))
 
-    def test_unknown_reservation_type_reserves_nothing(self):
+    def test_unknown_reservation_type_reserves_nothing_and_is_reported(self):
+        # Accounting counts nothing for it; the counting filters deny such
+        # a lease ([enforcement] unknown_reservation_types, default deny:
+        # tests/unit/filters/test_flavor_instance.py), using this report.
         r = reservation(resource_type='custom:thing', amount=4)
         self.assertEqual({}, accounting.reservation_amounts(r))
+        lease = lease_model.Lease.coerce({
+            'start_date': '2026-06-02 00:00', 'end_date': '2026-06-03 00:00',
+            'reservations': [{'resource_type': 'custom:thing'},
+                             {'resource_type': 'network'}]})
+        self.assertEqual(['custom:thing'],
+                         accounting.unaccounted_types(lease))
+
+    def test_flavor_reservation_counts_what_nova_counts(self):
+        r = reservation(resource_type='flavor:instance', amount=3,
+                        flavor_id='medium')
+        catalog = flavor_helpers.StaticFlavors()
+        flavors = catalog.prefetch(['medium'])
+        self.assertEqual({'instances': 3, 'class:VCPU': 12,
+                          'class:MEMORY_MB': 24576, 'class:DISK_GB': 156},
+                         accounting.reservation_amounts(r, flavors=flavors))
+        # Blazar's Placement size has no swap: 40 + 10 GiB.
+        self.assertEqual({'VCPU': 4, 'MEMORY_MB': 8192, 'DISK_GB': 50},
+                         accounting.flavor_size(r, flavors))
+        # Without flavors (a denied entry's record): instances only.
+        self.assertEqual({'instances': 3}, accounting.reservation_amounts(r))
+
+    def test_flavor_id_of_a_stored_reservation(self):
+        r = reservation(resource_type='flavor:instance', amount=1,
+                        resource_properties='{"id": "f9", "vcpus": 1}')
+        self.assertEqual('f9', accounting.flavor_id(r))
 
     def test_spec_example_lease_amounts(self):
         lease = lease_model.Lease.coerce(spec.check_create()['lease'])
