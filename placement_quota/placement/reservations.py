@@ -143,7 +143,13 @@ class ReservationProviders:
         Placement: one listing of providers and their generations; a
         provider whose generation moved is re-read, one that is gone is
         forgotten (and created again when ``create``). Hosts without a
-        provider are left out when not ``create``.
+        provider are left out when not ``create``. ``create`` is a bool,
+        or the collection of the hosts whose provider may be created.
+
+        A provider we do not know yet is read once, unless the listing
+        shows it at generation 0: Placement bumps a provider's generation
+        at every inventory, trait, aggregate or allocation change, so a
+        provider still at 0 has no inventory and needs no read.
         """
         by_name = self._all_by_name()
         states = {}
@@ -154,7 +160,7 @@ class ReservationProviders:
             if listed is None:
                 with self._lock:
                     self._by_host.pop(host, None)
-                if not create:
+                if not (create is True or (create and host in create)):
                     continue
                 if host not in by_name:
                     unknown.append(host)
@@ -179,7 +185,11 @@ class ReservationProviders:
                     'Provider %s exists but is not a child of compute node '
                     '%s (%s)' % (provider_name(host), host,
                                  compute_node['uuid']))
-            state = self._read(existing['uuid'], existing['name'])
+            if existing.get('generation') == 0:
+                state = ProviderState(existing['uuid'], existing['name'], 0,
+                                      {})
+            else:
+                state = self._read(existing['uuid'], existing['name'])
         else:
             try:
                 created = self.client.post('/resource_providers', json={
@@ -306,6 +316,26 @@ class Transitions:
                   for host, total in instances_by_host.items()}
         return self._apply(name, wanted, create=True)
 
+    def change(self, reservation_id, totals):
+        """Set each host's inventory of the reservation's class to
+        ``totals[host]`` instances, or remove it where that is None, all
+        hosts in one write (what a lease update or a healed host needs).
+        The class is created first when a host gets instances; only those
+        hosts get a reservation provider when they lack one. The class is
+        never deleted here. Returns the :class:`Change` list."""
+        name = reservation_class(reservation_id)
+        adding = [host for host, total in totals.items() if total is not None]
+        for host in adding:
+            total = totals[host]
+            if not isinstance(total, int) or total < 1:
+                raise ValueError('instances on host %s must be a positive '
+                                 'integer or None, not %r' % (host, total))
+        if adding:
+            self.classes.ensure(name)
+        wanted = {host: None if total is None else reservation_inventory(total)
+                  for host, total in totals.items()}
+        return self._apply(name, wanted, create=adding)
+
     def end(self, reservation_id, hosts):
         """Remove the reservation's class from each host's inventory, then
         the class itself, unless other hosts still have it (then it is kept
@@ -325,7 +355,8 @@ class Transitions:
         (None: absent), atomically where possible; return what changed.
 
         Hosts without a reservation provider are created when ``create``
-        and skipped otherwise (nothing to remove there).
+        (True, or a collection naming them) and skipped otherwise (nothing
+        to remove there).
         """
         states = {}
 
