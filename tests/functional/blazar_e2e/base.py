@@ -123,15 +123,7 @@ def wait_for(what, predicate, timeout=WAIT, interval=0.2):
 
     :raises AssertionError: naming ``what`` after ``timeout`` seconds.
     """
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError('Timed out after %ss waiting for %s'
-                                 % (timeout, what))
-        time.sleep(interval)
+    return processes.poll(predicate, timeout, what, interval)
 
 
 def scrub(value):

@@ -38,6 +38,7 @@ from placement_quota.filters import credit
 from placement_quota.lifecycle import listener as listener_mod
 from placement_quota import services as services_mod
 from tests import builders
+from tests.fixtures import process as processes
 from tests.fixtures import rabbitmq
 from tests import ledger_helpers
 
@@ -159,15 +160,7 @@ def wait_for_queue(transport_url, queue, timeout=TIMEOUT):
 
 def wait_until(predicate, timeout=TIMEOUT, what='the condition'):
     """Poll ``predicate()`` until it is true; its last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError('%s did not happen within %ds'
-                                 % (what, timeout))
-        time.sleep(0.05)
+    return processes.poll(predicate, timeout, what, 0.05)
 
 
 class ListenerTestCase(ledger_helpers.LedgerHelpers, testtools.TestCase):
