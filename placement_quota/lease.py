@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The payload of specs/000: context, lease, reservations, allocations.
+"""The payload of Blazar's "Flexible Reservation Usage Enforcement" spec:
+context, lease, reservations, allocations.
 
 Pure code: parsing and validation only, no I/O. The same model serves the
 HTTP service (JSON bodies, dates as strings) and filters driven in-process
@@ -118,7 +119,8 @@ def format_date(value):
 
 @dataclasses.dataclass(frozen=True)
 class Context:
-    """Who asks: the ``context`` object of specs/000."""
+    """Who asks: the ``context`` object of Blazar's "Flexible Reservation Usage
+    Enforcement" spec."""
 
     project_id: str
     user_id: Optional[str] = None

@@ -12,7 +12,8 @@
 """What an enforcement payload may hold: bounds, JSON schemas, checks.
 
 Pure code, used by :mod:`placement_quota.lease` to validate the bodies of
-specs/000 before it builds its model; each check raises
+Blazar's "Flexible Reservation Usage Enforcement" spec before it builds its
+model; each check raises
 :class:`~placement_quota.lease_errors.PayloadError` naming the field.
 
 What the ledger cannot hold, or a log line could be forged with, is refused
@@ -193,7 +194,9 @@ _RESERVATION_BASE = {
     },
 }
 
-# Fields of each reservation type of specs/001 (chapters 7, 12, 15, 22);
+# Fields of each reservation type of the Blazar specs ("Network Reservation",
+# "Floating IP Reservation", "Placement API support for instance
+# reservation", "New instance reservation");
 # other fields pass through untouched, and so do unknown types.
 RESERVATION_SCHEMAS = {
     HOST: {'properties': {

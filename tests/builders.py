@@ -11,13 +11,13 @@
 # under the License.
 """Leases and reservations as Blazar sends them to enforcement.
 
-The payloads of Blazar's "Flexible Reservation Usage Enforcement" spec
-(specs/000): a lease is Blazar's lease values (``start_date``,
-``end_date``, ``name``, ``id`` once it exists) with its ``reservations``;
-each reservation is Blazar's reservation values plus the ``allocations``
-Blazar chose for it, as ``UsageEnforcement.format_lease`` builds them
-(blazar/enforcement/enforcement.py). Plain dicts, for the HTTP service and
-for filters called in-process alike::
+The payloads of Blazar's "Flexible Reservation Usage Enforcement" spec: a lease
+is Blazar's lease values (``start_date``, ``end_date``, ``name``, ``id`` once
+it exists) with its ``reservations``; each reservation is Blazar's reservation
+values plus the ``allocations`` Blazar chose for it, as
+``UsageEnforcement.format_lease`` builds them
+(blazar/enforcement/enforcement.py). Plain dicts, for the HTTP service and for
+filters called in-process alike::
 
     lease(day(2), day(3), hosts('a', 'b'), instances(2, vcpus=4),
           name='l')

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The request examples of specs/000, verbatim, shared by several tests."""
+"""The request examples of Blazar's "Flexible Reservation Usage Enforcement"
+spec, verbatim, shared by several tests."""
 
 from tests import builders
 

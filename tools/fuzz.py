@@ -26,7 +26,7 @@ PostgreSQL server binaries, see tests/fixtures/postgresql.py)::
 may be given several times (default: all four). The run is deterministic:
 the same code and arguments send the same requests. On 2 cores the
 default run took 7 minutes when every property held but one, 15 minutes
-on the code the hardening issue was filed against (49 failures to shrink).
+on the code before the hardening (49 failures to shrink).
 
 Hypothesis stops an endpoint's run soon after its first failure, once it
 has shrunk what it found. So that one broken property does not hide

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything the tests need and run every test: unit tests and
 # functional tests against real Placement, Keystone and Blazar code, then
-# flake8. Ends with the line "N passed, N failed, N skipped".
+# flake8 and the docs build (sphinx-build -W). Ends with the line
+# "N passed, N failed, N skipped".
 # Arguments are passed to `stestr run` (e.g. a test-name filter).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -74,6 +75,31 @@ tests_rc=$?
 lint_rc=$?
 [ $lint_rc -eq 0 ] && echo "flake8: clean" || echo "flake8: style errors above"
 
+# The documentation, as `tox -e docs` builds it: sphinx-build -W (every
+# warning is an error). Sphinx comes from doc/requirements.txt, installed
+# into the venv when missing; when it cannot be installed (no network), the
+# build is skipped, saying so, and counts as nothing.
+docs_rc=0
+if ! "$venv/bin/python" -c 'import sphinx' >/dev/null 2>&1; then
+    echo "Installing doc/requirements.txt (for the docs build)..."
+    "$venv/bin/pip" install -q --disable-pip-version-check \
+        -r doc/requirements.txt >/dev/null 2>&1 \
+        || "$venv/bin/pip" install -q --disable-pip-version-check sphinx \
+            >/dev/null 2>&1 \
+        || echo "Could not install sphinx: the docs build is skipped."
+fi
+if "$venv/bin/python" -c 'import sphinx' >/dev/null 2>&1; then
+    docs_start=$SECONDS
+    "$venv/bin/sphinx-build" -W -q -b html doc/source doc/build/html
+    docs_rc=$?
+    docs_time=$((SECONDS - docs_start))
+    if [ $docs_rc -eq 0 ]; then
+        echo "docs: built in ${docs_time}s (doc/build/html)"
+    else
+        echo "docs: build failed (errors above)"
+    fi
+fi
+
 summary=$("$venv/bin/stestr" last 2>/dev/null | sed -n 's/^ - \(Passed\|Failed\|Skipped\): \([0-9]*\)$/\1 \2/p')
 passed=$(awk '$1=="Passed"{print $2}' <<<"$summary"); passed=${passed:-0}
 failed=$(awk '$1=="Failed"{print $2}' <<<"$summary"); failed=${failed:-0}
@@ -82,5 +108,6 @@ if [ $tests_rc -ne 0 ] && [ "$failed" -eq 0 ]; then
     failed=1   # stestr itself failed (import error, crash): count it
 fi
 [ $lint_rc -ne 0 ] && failed=$((failed + 1))
+[ $docs_rc -ne 0 ] && failed=$((failed + 1))
 echo "$passed passed, $failed failed, $skipped skipped"
-[ $tests_rc -eq 0 ] && [ $lint_rc -eq 0 ]
+[ $tests_rc -eq 0 ] && [ $lint_rc -eq 0 ] && [ $docs_rc -eq 0 ]

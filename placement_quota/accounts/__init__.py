@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Accounts of the admin API (specs/003).
+"""Accounts of the admin API ("Multi-Tenant Accounting in OpenStack").
 
 An account is a project as the quota system sees it: its parent, its limits
 per resource, free-form metadata, its reservations in the ledger and its

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Account IDs, exactly as specs/003 defines them.
+"""Account IDs, exactly as "Multi-Tenant Accounting in OpenStack" defines them.
 
 1. a string in the UTF-8 character set;
 2. not empty, and not longer than 255 characters;

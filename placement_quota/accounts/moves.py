@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Move actions (specs/003) from data already read: no I/O here.
+"""Move actions ("Multi-Tenant Accounting in OpenStack") from data already
+read: no I/O here.
 
 :func:`describe` turns the consumers and leases a move would carry into
 the move action's representation, with a tag of the resources' state and

@@ -20,7 +20,8 @@ carrying the account as project) and open leases of the ledger.
 Errors are :mod:`~placement_quota.accounts.errors`: a message naming the
 field and the value, and extra details (``body``).
 
-Moves follow specs/003's move-action protocol:
+Moves follow the move-action protocol of "Multi-Tenant Accounting in
+OpenStack":
 
 * :meth:`Accounts.move_action` describes what would move, with a tag of
   the resources' state and an ETag of the whole description
@@ -335,9 +336,9 @@ class Accounts:
 
     def move_action(self, source, dest, consumer=None, lease=None,
                     known=None):
-        """The move action of specs/003: what would move from ``source``
-        to ``dest`` (one consumer, one lease, or everything), its tag and
-        ETag, and the limits it would break.
+        """The move action of "Multi-Tenant Accounting in OpenStack": what
+        would move from ``source`` to ``dest`` (one consumer, one lease, or
+        everything), its tag and ETag, and the limits it would break.
 
         ``known``: see :func:`placement_quota.accounts.consumers.
         of_account`."""

@@ -1,1 +1,2 @@
-"""WSGI apps: the enforcement service (specs/000)."""
+"""WSGI apps: the enforcement service (Blazar's "Flexible Reservation Usage
+Enforcement" spec)."""

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The account admin API (specs/003) as its own WSGI application.
+"""The account admin API ("Multi-Tenant Accounting in OpenStack") as its own
+WSGI application.
 
 Served on its own port (``placement-quota serve --admin-port``) or by any
 WSGI server (:mod:`placement_quota.api.admin_wsgi`), never on the
@@ -143,7 +144,8 @@ class AdminAPI:
         route = self._route(account_id, rest)
         if route is None and rest[0] not in ('action', 'consumers',
                                              'leases'):
-            # /v1/resel/sub/acct: specs/003's example of an account ID
+            # /v1/resel/sub/acct: an example account ID of
+            # "Multi-Tenant Accounting in OpenStack"
             # that is invalid because it holds the path separator.
             value = parse.unquote('/'.join(parts[2:]))
             raise util.HTTPError(
@@ -245,8 +247,9 @@ class AdminAPI:
         return util.json_response(200, {'versions': [{
             'id': 'v1', 'status': 'CURRENT',
             'links': [{'rel': 'self', 'href': req.host_url + '/v1/'}],
-            'description': 'Account admin API (specs/003): accounts, '
-                           'their limits, usage and resource moves.'}]})
+            'description': 'Account admin API ("Multi-Tenant Accounting '
+                           'in OpenStack"): accounts, their limits, usage '
+                           'and resource moves.'}]})
 
     def show(self, req, account_id):
         self.authorize(req, policies.SHOW, account_id)

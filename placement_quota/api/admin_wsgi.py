@@ -11,9 +11,9 @@
 # under the License.
 """WSGI entry point of the account admin API (uWSGI, mod_wsgi, gunicorn).
 
-Configuration files come from ``PLACEMENT_QUOTA_CONFIG_FILES`` (paths
-separated by ``;``), or the usual places when it is unset. Serve it on an
-endpoint of its own, never the public one (specs/003).
+Configuration files come from ``PLACEMENT_QUOTA_CONFIG_FILES`` (paths separated
+by ``;``), or the usual places when it is unset. Serve it on an endpoint of its
+own, never the public one ("Multi-Tenant Accounting in OpenStack").
 
 What ``placement-quota serve``'s own server does against slow and malformed
 clients (the whole-request read deadline, the bounded queue, refusing

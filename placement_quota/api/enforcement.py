@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Handlers of the enforcement service API (specs/000).
+"""Handlers of the enforcement service API (Blazar's "Flexible Reservation
+Usage Enforcement" spec).
 
 ``POST /v1/check-create``, ``/v1/check-update`` and ``/v1/on-end``, and the
 same paths without ``/v1``: Blazar joins its base URL with ``urljoin``,

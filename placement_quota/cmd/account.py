@@ -11,10 +11,10 @@
 # under the License.
 """``placement-quota account show|list|set|delete|recover|move``.
 
-The account admin API's operations (specs/003) from the command line,
-on the ledger database and the Placement of the configuration (as the
-admin API does; no admin API server needed). Errors are the admin API's,
-with the field and the value, and exit status 2.
+The account admin API's operations ("Multi-Tenant Accounting in OpenStack")
+from the command line, on the ledger database and the Placement of the
+configuration (as the admin API does; no admin API server needed). Errors are
+the admin API's, with the field and the value, and exit status 2.
 """
 
 import json
@@ -220,7 +220,8 @@ class AccountRecover(common.Guarded, show.ShowOne):
 
 
 class AccountMove(common.Guarded, show.ShowOne):
-    """Move an account's resources to another account (specs/003).
+    """Move an account's resources to another account ("Multi-Tenant Accounting
+    in OpenStack").
 
     Without --consumer or --lease, everything moves: the Placement
     consumers whose allocations carry the account, and its open leases.

@@ -11,12 +11,12 @@
 # under the License.
 """``placement-quota check``: run a payload through the configured chain.
 
-The payload is the HTTP body Blazar would send (specs/000), read from a
-file or ``-`` for stdin. No service needs to run, but the filters do what
-they do in the service: an ExternalServiceFilter with an endpoint really
-calls it (``check end`` sends a real on-end notification). The decision is
-printed in cliff's formats; the exit status is 0 when allowed, 1 when
-denied, 2 when the payload is bad.
+The payload is the HTTP body Blazar would send (Blazar's "Flexible Reservation
+Usage Enforcement" spec), read from a file or ``-`` for stdin. No service needs
+to run, but the filters do what they do in the service: an
+ExternalServiceFilter with an endpoint really calls it (``check end`` sends a
+real on-end notification). The decision is printed in cliff's formats; the exit
+status is 0 when allowed, 1 when denied, 2 when the payload is bad.
 """
 
 import logging as std_logging

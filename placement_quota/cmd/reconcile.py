@@ -18,8 +18,8 @@ reason and its fix; ``--fix`` applies the safe fixes. Exit
 status: 0 when nothing is left to report, 1 when drift is (still) there,
 2 on bad input or configuration.
 
-``allocations`` shows which reservations use which hosts (specs/001
-chapter 16), from the ledger.
+``allocations`` shows which reservations use which hosts (Blazar's
+"Resource Allocation API" spec), from the ledger.
 """
 
 from cliff import lister

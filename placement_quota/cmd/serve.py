@@ -109,7 +109,8 @@ def _warn(message):
 
 
 class Serve(common.Guarded, command.Command):
-    """Run the enforcement service (specs/000) on a threaded WSGI server.
+    """Run the enforcement service (Blazar's "Flexible Reservation Usage
+    Enforcement" spec) on a threaded WSGI server.
 
     Stock Blazar reaches it with, in blazar.conf::
 
@@ -134,9 +135,10 @@ class Serve(common.Guarded, command.Command):
                             'free port).')
         parser.add_argument('--admin-port', type=int, metavar='PORT',
                             help='Also serve the account admin API '
-                            '(specs/003) on this port, on [admin_api] '
-                            'bind_host (default: [admin_api] bind_port; '
-                            'unset: not served; 0 picks a free port).')
+                            '("Multi-Tenant Accounting in OpenStack") on this '
+                            'port, on [admin_api] bind_host (default: '
+                            '[admin_api] bind_port; unset: not served; 0 '
+                            'picks a free port).')
         return parser
 
     def _admin_server(self, conf, services, port):

@@ -12,11 +12,11 @@
 """``placement-quota tree check`` and ``tree show``: the project tree.
 
 Both read the limits source of ``[limits]`` (the embedded limits file or
-Keystone), or the file given with ``--limits-file``. ``tree check`` lists
-every violation of the strict two-level rules of specs/002 (exit status 0
-when there is none, 1 otherwise, 2 when the source cannot be read);
-``tree show`` draws a project's tree in the spec's notation, as text, DOT
-or PNG.
+Keystone), or the file given with ``--limits-file``. ``tree check`` lists every
+violation of the strict two-level rules of Keystone's "Strict Two-Level Limits
+Enforcement Model" (exit status 0 when there is none, 1 otherwise, 2 when the
+source cannot be read); ``tree show`` draws a project's tree in the spec's
+notation, as text, DOT or PNG.
 """
 
 import os
@@ -170,7 +170,8 @@ _SUFFIXES = {'.png': 'png', '.dot': 'dot', '.gv': 'dot'}
 
 
 class TreeShow(common.Guarded, command.Command):
-    """Draw a project's tree in the notation of specs/002.
+    """Draw a project's tree in the notation of Keystone's "Strict Two-Level
+    Limits Enforcement Model".
 
     "A (l=20, u=4)": l the limit, u the project's own usage; a child
     without l= has the registered default. The root's line adds the usage

@@ -9,4 +9,5 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Nova: the scheduler side of reserved capacity (specs/004)."""
+"""Nova: the scheduler side of reserved capacity (Placement's "Support
+filtering by forbidden aggregate membership" spec)."""

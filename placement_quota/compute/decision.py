@@ -11,12 +11,13 @@
 # under the License.
 """Which aggregates a Nova request must land in, or stay out of (pure).
 
-The scheduler side of reserved capacity: specs/004 ("Developer impact")
-moves Blazar's fence from a host filter into the Placement query with
-``member_of=in:`` (required) and ``member_of=!in:`` (forbidden). This
-module makes that decision from what the scheduler has -- flavor extra
-specs, image properties, scheduler hints, the project, and every
-aggregate with its metadata -- without importing Nova or doing I/O.
+The scheduler side of reserved capacity: Placement's "Support filtering by
+forbidden aggregate membership" spec ("Developer impact") moves Blazar's fence
+from a host filter into the Placement query with ``member_of=in:`` (required)
+and ``member_of=!in:`` (forbidden). This module makes that decision from what
+the scheduler has -- flavor extra specs, image properties, scheduler hints, the
+project, and every aggregate with its metadata -- without importing Nova or
+doing I/O.
 
 What stock Blazar writes, and what we read (Blazar 18, blazar-nova 10):
 
@@ -33,32 +34,34 @@ What stock Blazar writes, and what we read (Blazar 18, blazar-nova 10):
   ``aggregate_instance_extra_specs:reservation=<id>`` and
   ``resources:CUSTOM_RESERVATION_<ID>=1`` (id upper-cased, ``-`` -> ``_``).
 * **Free pool**: the aggregate named ``[nova] aggregate_freepool_name``
-  (``freepool``), created by the operator, not by Blazar; every host
-  Blazar manages is in it while unreserved. Preemptible instances
-  (``blazar:preemptible=true``, specs/001 chapter 5) may run there.
+  (``freepool``), created by the operator, not by Blazar; every host Blazar
+  manages is in it while unreserved. Preemptible instances
+  (``blazar:preemptible=true``, Blazar's "Support preemptible instances with
+  Blazar" spec) may run there.
 * **More projects** for a pool: Blazar's ``add_project`` writes
   ``<project id>=blazar:project``; blazar-nova admits a project when the
   aggregate has a key equal to its id (any non-empty value) or when
   ``blazar:owner`` is its id.
 
-And the specs/004 style: a reservation aggregate carries the key
-``reservation:<id>`` (``required_prefix`` + id), a flavor or image asks
-for it with the same key, and every aggregate with a key starting with a
-``forbidden_prefixes`` entry is fenced off for other requests.
+And the style of Placement's "Support filtering by forbidden aggregate
+membership" spec: a reservation aggregate carries the key ``reservation:<id>``
+(``required_prefix`` + id), a flavor or image asks for it with the same key,
+and every aggregate with a key starting with a ``forbidden_prefixes`` entry is
+fenced off for other requests.
 
 The rules:
 
 * a reservation request (hint ``reservation=<id>``; flavor
   ``aggregate_instance_extra_specs:reservation=<id>``,
   ``resources*:CUSTOM_RESERVATION_<ID>`` or ``reservation:<id>``; image
-  ``reservation:<id>``) requires the reservation's aggregate(s) -- those
-  that admit the project -- and forbids nothing (specs/004 step 3);
+  ``reservation:<id>``) requires the reservation's aggregate(s) -- those that
+  admit the project -- and forbids nothing (step 3 of that spec);
 * a preemptible request requires the free pool and forbids every other
   Blazar aggregate (so hosts of instance reservations, which stay in the
   free pool, are out too -- blazar-nova's "only in the preemptible
   aggregate");
-* any other request forbids every Blazar aggregate, the free pool
-  included (specs/004 step 4).
+* any other request forbids every Blazar aggregate, the free pool included
+  (step 4 of that spec).
 
 A hint wins over the flavor for the kind, as in blazar-nova; a
 reservation wins over preemptible.
@@ -192,8 +195,9 @@ class AggregateIndex:
         if metadata.get(s.reservation_key):
             value = metadata[s.reservation_key]
             ids.setdefault(value, '%s=%s' % (s.reservation_key, value))
-        # specs/004: key reservation:<id>. On the free pool it is the fence
-        # tag specs/004 step 1 gives it, not a reservation.
+        # Placement's "Support filtering by forbidden aggregate membership"
+        # spec: key reservation:<id>. On the free pool it is the fence tag
+        # that spec's step 1 gives it, not a reservation.
         if not is_freepool:
             for key in metadata:
                 if key.startswith(s.required_prefix) and len(key) > len(
@@ -373,11 +377,12 @@ def _preemptible(extra_specs, image_properties, s: Settings, warnings):
 def _admits(agg: Aggregate, project_id: Optional[str], s: Settings) -> bool:
     """blazar-nova's rule, plus Nova's ``filter_tenant_id*`` lists.
 
-    The project is admitted when it is ``blazar:owner``, when it is a key
-    with a non-empty value (Blazar's ``add_project``), or when it is in a
-    ``filter_tenant_id*`` list. An aggregate with neither ``blazar:owner``
-    nor a ``filter_tenant_id*`` key admits every project (specs/004
-    aggregates have no owner)."""
+    The project is admitted when it is ``blazar:owner``, when it is a key with
+    a non-empty value (Blazar's ``add_project``), or when it is in a
+    ``filter_tenant_id*`` list. An aggregate with neither ``blazar:owner`` nor
+    a ``filter_tenant_id*`` key admits every project (the aggregates of
+    Placement's "Support filtering by forbidden aggregate membership" spec
+    have no owner)."""
     metadata = _metadata(agg)
     tenants = set()
     for key, value in metadata.items():

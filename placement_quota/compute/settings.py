@@ -21,12 +21,13 @@ from typing import Tuple
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """Names and prefixes; the defaults are stock Blazar's and specs/004's.
+    """Names and prefixes; the defaults are stock Blazar's and those of
+    Placement's "Support filtering by forbidden aggregate membership" spec.
 
-    :ivar required_prefix: specs/004 ``placement_req_required_member_prefix``:
-        a flavor/image key ``<prefix><id>`` asks for the aggregate with the
-        same key.
-    :ivar forbidden_prefixes: specs/004
+    :ivar required_prefix: that spec's
+        ``placement_req_required_member_prefix``: a flavor/image key
+        ``<prefix><id>`` asks for the aggregate with the same key.
+    :ivar forbidden_prefixes: that spec's
         ``placement_req_default_forbidden_member_prefix``: aggregates with a
         key starting with one of them are fenced off.
     :ivar freepool_name: Blazar's ``[nova] aggregate_freepool_name``.

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``[accounts]``: accounts of the admin API (specs/003)."""
+"""``[accounts]``: accounts of the admin API ("Multi-Tenant Accounting in
+OpenStack")."""
 
 from oslo_config import cfg
 
@@ -31,8 +32,9 @@ opts = [
         'move_list_max', default=1000, min=0,
         help='A move action (GET .../action/move) lists the consumers and '
              'leases that would move when there are at most this many; '
-             'above it, only their tag, count and totals (specs/003, '
-             '"tagged" move action).'),
+             'above it, only their tag, count and totals '
+             '("Multi-Tenant Accounting in OpenStack", "tagged" move '
+             'action).'),
     cfg.IntOpt(
         'placement_workers', default=8, min=1, max=64,
         help='Concurrent Placement reads when listing the consumers of an '

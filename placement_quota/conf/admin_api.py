@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``[admin_api]``: the account admin API's own endpoint (specs/003)."""
+"""``[admin_api]``: the account admin API's own endpoint ("Multi-Tenant
+Accounting in OpenStack")."""
 
 from oslo_config import cfg
 
@@ -17,7 +18,8 @@ from placement_quota.conf import _util
 
 GROUP = cfg.OptGroup(
     'admin_api', title='Account admin API',
-    help='The account admin API of specs/003, served on its own port by '
+    help='The account admin API of "Multi-Tenant Accounting in '
+         'OpenStack", served on its own port by '
          '``placement-quota serve --admin-port`` (or its own WSGI app, '
          '``placement_quota.api.admin_wsgi``). It must not be exposed on a '
          'public endpoint.')

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``[enforcement]``: the filter chain of specs/000.
+"""``[enforcement]``: the filter chain of Blazar's "Flexible Reservation Usage
+Enforcement" spec.
 
 Options that belong to one filter (``reservation_max_length``, Blazar's
 ``external_service_*``...) are declared next to the filter, in its

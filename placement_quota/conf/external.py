@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``[enforcement_external]``: the ExternalServiceFilter of specs/000."""
+"""``[enforcement_external]``: the ExternalServiceFilter of Blazar's "Flexible
+Reservation Usage Enforcement" spec."""
 
 from oslo_config import cfg
 

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``[limits]``: strict two-level project limits (specs/002).
+"""``[limits]``: strict two-level project limits (Keystone's "Strict Two-Level
+Limits Enforcement Model").
 
 Where the hierarchy and the limits come from (Keystone, or the embedded
 source: a file plus the registered limits set here), and how the enforcer
@@ -61,8 +62,9 @@ opts = [
     cfg.IntOpt(
         'cache_ttl', default=0, min=0,
         help='Seconds a limit read from the source is reused. 0 (the '
-             'default) re-reads limits before every check: specs/002 warns '
-             'that a cached limit admits requests after an administrator '
+             'default) re-reads limits before every check: Keystone\'s '
+             '"Strict Two-Level Limits Enforcement Model" warns that '
+             'a cached limit admits requests after an administrator '
              'lowered it.'),
     cfg.StrOpt(
         'usage_calculation', default='aggregate', choices=[
@@ -75,7 +77,8 @@ opts = [
         'verify_claims', default=True,
         help='After a claim\'s work is done, re-read limits and usage and '
              'refuse the claim if concurrent requests pushed the tree over '
-             'its limit (specs/002).'),
+             'its limit (Keystone\'s "Strict Two-Level Limits Enforcement '
+             'Model").'),
     cfg.StrOpt(
         'service_id',
         help='Keystone source: the ID of the service whose limits apply. '

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``[placement_quota_scheduler]``: the Nova scheduler side (issue 6).
+"""``[placement_quota_scheduler]``: the Nova scheduler side.
 
 The names and prefixes :class:`placement_quota.compute.settings.Settings`
 carries, as options. Registered on Nova's configuration by
@@ -42,12 +42,14 @@ opts = [
              'still applies).'),
     cfg.StrOpt(
         'required_prefix', default=_D.required_prefix,
-        help='specs/004 placement_req_required_member_prefix: a flavor '
+        help='placement_req_required_member_prefix of Placement\'s "Support '
+             'filtering by forbidden aggregate membership" spec: a flavor '
              'extra spec or image property <prefix><reservation id> asks '
              'for the aggregate whose metadata has the same key.'),
     cfg.ListOpt(
         'forbidden_prefixes', default=list(_D.forbidden_prefixes),
-        help='specs/004 placement_req_default_forbidden_member_prefix: '
+        help='placement_req_default_forbidden_member_prefix of Placement\'s '
+             '"Support filtering by forbidden aggregate membership" spec: '
              'aggregates with a metadata key starting with one of these are '
              'kept out of reach of requests without a reservation.'),
     cfg.StrOpt(

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The filter protocol of specs/000, compatible with Blazar's ``BaseFilter``.
+"""The filter protocol of Blazar's "Flexible Reservation Usage Enforcement"
+spec, compatible with Blazar's ``BaseFilter``.
 
 A filter is a class with ``enforcement_opts`` (options registered under
 ``[enforcement]``), ``__init__(conf)`` and three methods:

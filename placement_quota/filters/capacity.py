@@ -11,12 +11,13 @@
 # under the License.
 """PlacementCapacityFilter: reserved instances must fit the free capacity.
 
-specs/001 chapter 22: a lease is issued only if unused capacity can hold
-all its reservations. For each ``virtual:instance`` reservation, and each
-``flavor:instance`` one (one instance being what Blazar's flavor plugin
-reserves in Placement for its flavor, ``flavor_rules.placement_resources``:
-VCPU or PCPU, MEMORY_MB, DISK_GB = root + ephemeral, ``resources:<CLASS>``
-overrides; the flavor read from Nova before the locks):
+Blazar's "New instance reservation" spec: a lease is issued only if unused
+capacity can hold all its reservations. For each ``virtual:instance``
+reservation, and each ``flavor:instance`` one (one instance being what Blazar's
+flavor plugin reserves in Placement for its flavor,
+``flavor_rules.placement_resources``: VCPU or PCPU, MEMORY_MB, DISK_GB = root +
+ephemeral, ``resources:<CLASS>`` overrides; the flavor read from Nova before
+the locks):
 
 * the eligible hosts are those Blazar allocated (their
   ``hypervisor_hostname``, the name of their Placement provider), or every

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The enforcement filter chain of specs/000.
+"""The enforcement filter chain of Blazar's "Flexible Reservation Usage
+Enforcement" spec.
 
 Filters run in the order of ``[enforcement] enabled_filters``, exactly as
 written (upstream Blazar keeps them in a set and loses it). The first denial

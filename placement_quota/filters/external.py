@@ -11,15 +11,15 @@
 # under the License.
 """ExternalServiceFilter: delegate each decision to an HTTP service.
 
-Speaks the external service API of specs/000 (``POST check-create``,
-``check-update``, ``on-end``; 204 allows, 403 with ``{"message": ...}``
-denies), and improves on upstream Blazar's filter of the same name: connect
-and read timeouts, bounded retries on connection errors and 5xx (never on a
-403 or another 4xx, nor after a read timeout, when the service may already
-have acted), ``allow_on_error``, and the token of the service user from a
-keystoneauth session. Tokens and response bodies never reach the logs above
-DEBUG, and the service's text reaches the user only through a well-formed
-403.
+Speaks the external service API of Blazar's "Flexible Reservation Usage
+Enforcement" spec (``POST check-create``, ``check-update``, ``on-end``; 204
+allows, 403 with ``{"message": ...}`` denies), and improves on upstream
+Blazar's filter of the same name: connect and read timeouts, bounded retries on
+connection errors and 5xx (never on a 403 or another 4xx, nor after a read
+timeout, when the service may already have acted), ``allow_on_error``, and the
+token of the service user from a keystoneauth session. Tokens and response
+bodies never reach the logs above DEBUG, and the service's text reaches the
+user only through a well-formed 403.
 """
 
 import http.cookiejar
@@ -85,7 +85,8 @@ class ExternalServiceFilter(base.BaseFilter):
     """Ask an external HTTP service whether each lease may proceed."""
 
     # Upstream Blazar's options, under [enforcement], so that a blazar.conf
-    # moves over; [enforcement_external] holds the options of specs/000.
+    # moves over; [enforcement_external] holds the options of Blazar's
+    # "Flexible Reservation Usage Enforcement" spec.
     enforcement_opts = [
         cfg.StrOpt(
             'external_service_base_endpoint',
@@ -193,7 +194,8 @@ class ExternalServiceFilter(base.BaseFilter):
             headers['X-Auth-Token'] = self._static_token
         return headers
 
-    # --- the three calls of specs/000 ------------------------------------
+    # --- the three calls of Blazar's "Flexible Reservation Usage Enforcement"
+    # spec ------------------------------------
 
     def check_create(self, context, lease):
         self._call('check-create', lambda: {

@@ -11,7 +11,8 @@
 # under the License.
 """LeaseCountFilter: how many pending and active leases a project may hold.
 
-specs/000's use case "limiting the number of pending or active leases". The
+The use case of Blazar's "Flexible Reservation Usage Enforcement" spec,
+ "limiting the number of pending or active leases". The
 count is the ledger's: leases allowed and not yet ended (a lease whose end
 date passed, or whose on-end came, no longer counts). An update replaces
 its lease and never changes the count.

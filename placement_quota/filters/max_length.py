@@ -11,11 +11,12 @@
 # under the License.
 """MaximumReservationLengthFilter: deny leases longer than a threshold.
 
-specs/000 names the filter ``MaximumReservationLengthFilter`` and its option
-``reservation_max_length`` (seconds, 0 = no limit). Upstream Blazar shipped
-it as ``MaxLeaseDurationFilter`` with ``max_lease_duration`` (-1 = no limit)
-and ``max_lease_duration_exempt_project_ids``; both names and all three
-options work here, so a blazar.conf moves over unchanged.
+Blazar's "Flexible Reservation Usage Enforcement" spec names the filter
+``MaximumReservationLengthFilter`` and its option ``reservation_max_length``
+(seconds, 0 = no limit). Upstream Blazar shipped it as
+``MaxLeaseDurationFilter`` with ``max_lease_duration`` (-1 = no limit) and
+``max_lease_duration_exempt_project_ids``; both names and all three options
+work here, so a blazar.conf moves over unchanged.
 """
 
 import datetime

@@ -11,7 +11,8 @@
 # under the License.
 """NovaQuotaFilter: reservations may not promise more than Nova's quota.
 
-specs/000's use case "disallowing more reservations for physical hosts than
+The use case of Blazar's "Flexible Reservation Usage Enforcement" spec,
+ "disallowing more reservations for physical hosts than
 a project's instance quota allows". For each quota resource, the most the
 project already holds reserved at one moment of the lease's window (the
 ledger's peak), plus its current Nova usage, plus what the lease asks, must

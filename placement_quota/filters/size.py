@@ -11,7 +11,8 @@
 # under the License.
 """ReservationSizeFilter: how much one reservation, and one lease, may hold.
 
-specs/000's use case "limiting the size (number of hosts, instances,
+The use case of Blazar's "Flexible Reservation Usage Enforcement" spec,
+ "limiting the size (number of hosts, instances,
 floating IPs) of reservations". A host reservation counts the hosts Blazar
 allocated (its ``max`` before it chose them); an instance
 (``virtual:instance`` or ``flavor:instance``) or floating IP reservation

@@ -11,9 +11,10 @@
 # under the License.
 """ProjectTreeLimitFilter: strict two-level limits on reserved amounts.
 
-The limits and the project tree of ``[limits]`` (Keystone unified limits of
-the reservation service, or the embedded limits file: see limits.rst), the
-rules of specs/002, applied to what is reserved over the lease's window:
+The limits and the project tree of ``[limits]`` (Keystone unified limits of the
+reservation service, or the embedded limits file: see limits.rst), the rules of
+Keystone's "Strict Two-Level Limits Enforcement Model", applied to what is
+reserved over the lease's window:
 
 * the project's peak reserved amount plus the lease's must fit the
   project's limit (for a child, capped at its parent's);
@@ -61,8 +62,9 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
     def _tree(self):
         """The project tree: built once from a local source (the embedded
         limits file does not change while the service runs), kept for
-        ``[limits] cache_ttl`` seconds from Keystone, else read again for
-        every request (specs/002: limits are read before each check)."""
+        ``[limits] cache_ttl`` seconds from Keystone, else read again for every
+        request (Keystone's "Strict Two-Level Limits Enforcement Model": limits
+        are read before each check)."""
         with self._lock:
             if self._source is None:
                 self._source = self.services.limits_source

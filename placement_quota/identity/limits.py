@@ -34,7 +34,8 @@ class KeystoneLimitSource(sources.LimitSource):
     What is read, and how it maps to the strict two-level model:
 
     * the model: ``GET /v3/limits/model`` (``strict_two_level``, the
-      ``strict-two-level`` spelling of specs/002, or ``flat``);
+      ``strict-two-level`` spelling of Keystone's "Strict Two-Level Limits
+      Enforcement Model", or ``flat``);
     * the projects: ``GET /v3/projects``, projects acting as domains left
       out. A top-level project, whose parent in Keystone is its domain, is
       a root: domains are not part of the tree;

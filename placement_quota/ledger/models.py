@@ -24,7 +24,8 @@ import sqlalchemy as sa
 
 metadata = sa.MetaData()
 
-#: Lease states (specs/001 chapter 21, as the ledger sees them).
+#: Lease states (Blazar's "Define state machines" spec, as the ledger sees
+#: them).
 PENDING = 'pending'
 ACTIVE = 'active'
 TERMINATED = 'terminated'
@@ -138,10 +139,10 @@ charges = sa.Table(
     sa.Index('ix_charges_lease', 'lease_row'),
 )
 
-#: The accounts of the admin API (specs/003): the embedded source of the
-#: project hierarchy and limits. ``account_id`` is the project ID as the
-#: quota system sees it: any UTF-8 string of 1 to 255 characters without
-#: ``/``.
+#: The accounts of the admin API ("Multi-Tenant Accounting in OpenStack"): the
+#: embedded source of the project hierarchy and limits. ``account_id`` is the
+#: project ID as the quota system sees it: any UTF-8 string of 1 to 255
+#: characters without ``/``.
 accounts = sa.Table(
     'accounts', metadata,
     sa.Column('account_id', sa.String(255), primary_key=True),

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Strict two-level project limits (specs/002): tree, enforcer, sources.
+"""Strict two-level project limits (Keystone's "Strict Two-Level Limits
+Enforcement Model"): tree, enforcer, sources.
 
 A pure core: it depends on networkx and nothing else of ours, so that the
 Keystone and usage adapters plug in from outside.

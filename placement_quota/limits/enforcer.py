@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The enforcer: ``enforce(project_id, deltas)`` and claims (specs/002).
+"""The enforcer: ``enforce(project_id, deltas)`` and claims (Keystone's "Strict
+Two-Level Limits Enforcement Model").
 
 Shaped like oslo.limit's ``Enforcer`` — the service gives usage, the library
 decides — but it implements the strict two-level model, and it can keep
@@ -80,7 +81,8 @@ def check_deltas(deltas):
 
 
 class ProjectClaim:
-    """A quantity of one resource for one project (specs/002's name)."""
+    """A quantity of one resource for one project (the name Keystone's "Strict
+    Two-Level Limits Enforcement Model" gives it)."""
 
     def __init__(self, resource_name, project_id, quantity=1):
         self.resource_name = resource_name

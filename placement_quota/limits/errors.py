@@ -11,9 +11,10 @@
 # under the License.
 """Typed errors of the limits model.
 
-Every error keeps the facts a user or an operator needs as attributes
-(project, parent, resource, limit, value...) and says them in its message:
-specs/002 wants an over-limit answer to carry what a support ticket needs.
+Every error keeps the facts a user or an operator needs as attributes (project,
+parent, resource, limit, value...) and says them in its message: Keystone's
+"Strict Two-Level Limits Enforcement Model" wants an over-limit answer to carry
+what a support ticket needs.
 """
 
 

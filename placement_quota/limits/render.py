@@ -9,10 +9,11 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""A project tree drawn in the notation of specs/002, as text or Graphviz.
+"""A project tree drawn in the notation of Keystone's "Strict Two-Level Limits
+Enforcement Model", as text or Graphviz.
 
-specs/002 labels each project ``A (l=20, u=4)``: ``l`` its limit, ``u`` its
-own usage. We follow it:
+Keystone's "Strict Two-Level Limits Enforcement Model" labels each project ``A
+(l=20, u=4)``: ``l`` its limit, ``u`` its own usage. We follow it:
 
 * a root always shows ``l=``: its explicit limit, else the registered
   default that applies to it;

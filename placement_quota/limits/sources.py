@@ -20,9 +20,10 @@ for a project created since the last load).
 file and the configuration): the embedded default, without Keystone. The
 Keystone source lives in :mod:`placement_quota.identity.limits`.
 
-Limits are not cached by default: specs/002 shows how a cached limit lets a
-request through minutes after an administrator lowered it. Wrapping a source
-in :class:`CachingSource` trades that accuracy for fewer Keystone calls.
+Limits are not cached by default: Keystone's "Strict Two-Level Limits
+Enforcement Model" shows how a cached limit lets a request through minutes
+after an administrator lowered it. Wrapping a source in :class:`CachingSource`
+trades that accuracy for fewer Keystone calls.
 """
 
 import copy

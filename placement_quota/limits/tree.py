@@ -9,15 +9,18 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The project tree of the strict two-level model (specs/002), on networkx.
+"""The project tree of the strict two-level model (Keystone's "Strict Two-Level
+Limits Enforcement Model"), on networkx.
 
-Projects are nodes of a :class:`networkx.DiGraph` with an edge from each
-parent to each child. Every project keeps its explicit limits, its own usage
-and its *aggregate* (own usage plus its children's aggregates), so that the
-usage of a whole tree is one read of the root's aggregate — the "optimized
-usage calculation" of specs/002 — instead of a sum over every project.
+Projects are nodes of a :class:`networkx.DiGraph` with an edge from each parent
+to each child. Every project keeps its explicit limits, its own usage and its
+*aggregate* (own usage plus its children's aggregates), so that the usage of a
+whole tree is one read of the root's aggregate — the "optimized usage
+calculation" of Keystone's "Strict Two-Level Limits Enforcement Model" —
+instead of a sum over every project.
 
-The rules of specs/002 hold at every mutation:
+The rules of Keystone's "Strict Two-Level Limits Enforcement Model" hold at
+every mutation:
 
 * depth two at most: a child's parent is a root;
 * a child's explicit limit may not exceed its parent's limit;
@@ -45,8 +48,8 @@ STRICT_TWO_LEVEL = 'strict_two_level'
 FLAT = 'flat'
 _MODEL_NAMES = {
     'strict_two_level': STRICT_TWO_LEVEL,
-    # The spelling of specs/002 and of oslo.limit; Keystone answers with
-    # the underscore one.
+    # The spelling of Keystone's "Strict Two-Level Limits Enforcement Model"
+    # and of oslo.limit; Keystone answers with the underscore one.
     'strict-two-level': STRICT_TWO_LEVEL,
     'flat': FLAT,
 }
@@ -341,9 +344,9 @@ class ProjectTree:
     def effective_limit(self, project_id, resource):
         """The limit that applies to the project itself.
 
-        Its explicit limit, else the registered default; for a child,
-        capped at its parent's limit (specs/002: a child never assumes
-        more than its parent).
+        Its explicit limit, else the registered default; for a child, capped at
+        its parent's limit (Keystone's "Strict Two-Level Limits Enforcement
+        Model": a child never assumes more than its parent).
         """
         node = self._node(project_id)
         own = node.limits.get(resource)

@@ -48,7 +48,9 @@ RP_MEMBER_OF = (1, 3)          # GET /resource_providers?member_of
 AC_MEMBER_OF = (1, 21)         # GET /allocation_candidates?member_of
 MULTIPLE_MEMBER_OF = (1, 24)   # member_of repeated
 NUMBERED_GROUPS = (1, 25)      # resources1, member_of1, group_policy
-FORBIDDEN_AGGREGATES = (1, 32)  # specs/004: member_of=!agg, !in:a,b
+# Placement's "Support filtering by forbidden aggregate membership" spec:
+# member_of=!agg, !in:a,b
+FORBIDDEN_AGGREGATES = (1, 32)
 SUFFIXED_GROUPS = (1, 33)      # resources_NAME, member_of_NAME
 SAME_SUBTREE = (1, 36)         # resourceless groups named in same_subtree
 
@@ -109,11 +111,12 @@ def _getall(pairs: Pairs, key: str) -> List[str]:
 def parse_member_of_value(value: str) -> Tuple[set, set]:
     """Return ``(required, forbidden)`` aggregate sets of one value.
 
-    specs/004, Proposed change: "we don't support ``!`` for arguments to
-    the ``in:`` prefix ... This would result in HTTP 400 Bad Request
-    error. Instead, we support ``!in:`` prefix". Mirrors Placement's
-    ``normalize_member_of_qs_param``, including which invalid UUID it
-    names: the first of the same set, built the same way.
+    Placement's "Support filtering by forbidden aggregate membership" spec,
+    Proposed change: "we don't support ``!`` for arguments to the ``in:``
+    prefix ... This would result in HTTP 400 Bad Request error. Instead, we
+    support ``!in:`` prefix". Mirrors Placement's
+    ``normalize_member_of_qs_param``, including which invalid UUID it names:
+    the first of the same set, built the same way.
     """
     if ',' in value and not (
             value.startswith('in:') or value.startswith('!in:')):
@@ -140,9 +143,10 @@ def parse_member_of_value(value: str) -> Tuple[set, set]:
 class MemberOf:
     """The aggregate constraints of one request group.
 
-    ``required`` is a list of any-of sets ("must be at least one of agg1
-    or agg2, definitely in agg3"), ``forbidden`` one set ("definitely
-    *not* in agg4") -- specs/004, Proposed change.
+    ``required`` is a list of any-of sets ("must be at least one of agg1 or
+    agg2, definitely in agg3"), ``forbidden`` one set ("definitely *not* in
+    agg4") -- Placement's "Support filtering by forbidden aggregate membership"
+    spec, Proposed change.
     """
 
     required: List[frozenset] = dataclasses.field(default_factory=list)
@@ -167,7 +171,8 @@ class MemberOf:
         """The ``member_of`` values: one per required set, then one ``!``.
 
         ``!in:a,b`` "is equivalent to ``member_of=!a&member_of=!b``"
-        (specs/004), so all forbidden aggregates go in one value.
+        (Placement's "Support filtering by forbidden aggregate membership"
+        spec), so all forbidden aggregates go in one value.
         """
         values = [required(*sorted(s)) for s in self.required]
         if self.forbidden:
@@ -259,9 +264,10 @@ def _group_member_of(pairs: Pairs, suffix: str,
                      version: Microversion) -> MemberOf:
     """Placement's ``normalize_member_of_qs_params`` for one group.
 
-    "We begin supporting multiple member_of params in microversion 1.24
-    and forbidden aggregates in microversion 1.32" (its docstring;
-    specs/004, REST API impact).
+    "We begin supporting multiple member_of params in microversion 1.24 and
+    forbidden aggregates in microversion 1.32" (its docstring; Placement's
+    "Support filtering by forbidden aggregate membership" spec, REST API
+    impact).
     """
     values = _getall(pairs, 'member_of' + suffix)
     if version < MULTIPLE_MEMBER_OF and len(values) > 1:
@@ -411,7 +417,7 @@ class AllocationCandidatesQuery:
 
         q = AllocationCandidatesQuery(limit=5)
         g = q.group(resources={'VCPU': 1}, forbidden_traits=['CUSTOM_W'])
-        g.member_of.forbid(agg)               # specs/004: member_of=!agg
+        g.member_of.forbid(agg)               # member_of=!agg
         q.to_querystring(), q.min_microversion()   # ..., (1, 32)
     """
 

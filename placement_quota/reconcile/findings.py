@@ -12,44 +12,46 @@
 """Compare what is reserved with what Placement holds (pure).
 
 :func:`find` returns every drift as a :class:`~.model.Finding`. The rules,
-with the reservation's life in the words of specs/001:
+with the reservation's life in the words of the Blazar specs:
 
-* Every host of a reservation that has not ended has a reservation
-  provider ``blazar_<host>`` under its compute node (chapter 15, "When
-  creating a host"): **missing_provider** otherwise (safe: create it).
-  A ``blazar_<host>`` whose compute node is gone, or that hangs under
-  another parent, is an **orphan_provider** (safe to delete only when it
-  holds no allocation and no inventory of a live reservation).
+* Every host of a reservation that has not ended has a reservation provider
+  ``blazar_<host>`` under its compute node (Blazar's "Placement API support for
+  instance reservation" spec, "When creating a host"): **missing_provider**
+  otherwise (safe: create it). A ``blazar_<host>`` whose compute node is gone,
+  or that hangs under another parent, is an **orphan_provider** (safe to delete
+  only when it holds no allocation and no inventory of a live reservation).
 * An instance reservation's class ``CUSTOM_RESERVATION_<ID>`` exists from
   the lease's creation to its end (**missing_class**: safe, create it); a
   class whose reservation ended, or that no reservation known to the
   ledger or to Blazar has, is an **orphan_class** (safe to delete only
   when the reservation is known to have ended and nothing is allocated
   from it).
-* While the lease runs, each reserved host's provider has an inventory of
-  the class whose total is the instances reserved there (chapter 15, "When
-  starting a lease"): **inventory_mismatch** otherwise (safe when the new
-  total is not below what is allocated, and a removal only when nothing
-  is). ``grace`` after the start and after the end is left to Blazar.
+* While the lease runs, each reserved host's provider has an inventory of the
+  class whose total is the instances reserved there ("Placement API support for
+  instance reservation", "When starting a lease"): **inventory_mismatch**
+  otherwise (safe when the new total is not below what is allocated, and a
+  removal only when nothing is). ``grace`` after the start and after the end is
+  left to Blazar.
 * After the end, the inventory is gone (**ended_inventory**, safe to
   remove when unused); allocations left against it are
   **ended_allocations** (never touched: the servers must go first).
 * A reservation on a host whose compute node is gone or disabled
-  (``COMPUTE_STATUS_DISABLED``) is **degraded** (chapter 20: missing
-  resources before the start, resources changed after it); Blazar heals
-  leases, so this is only reported. With ``[blazar]``, the reservations
-  Blazar's own monitor flagged (``missing_resources``,
+  (``COMPUTE_STATUS_DISABLED``) is **degraded** (Blazar's "Monitor states of
+  resources" spec: missing resources before the start, resources changed after
+  it); Blazar heals leases, so this is only reported. With ``[blazar]``, the
+  reservations Blazar's own monitor flagged (``missing_resources``,
   ``resources_changed``) are reported too.
 * A ledger entry still pending ``pending_timeout`` after its start and
   without a lease ID is **stuck_pending** (see :func:`_stuck_pending`).
 * With ``[blazar]``, every ledger entry is compared with Blazar's lease
   list too (:mod:`.lease_findings`).
 
-A class whose reservation ID the ledger does not know is never touched on
-the ledger's word alone: check-create carries no IDs (specs/000), so the
-ledger learns a reservation's ID only when Blazar sends an update or the
-end; until then its class looks unknown. With ``[blazar]`` configured the
-reservation is looked up in Blazar instead.
+A class whose reservation ID the ledger does not know is never touched on the
+ledger's word alone: check-create carries no IDs (Blazar's "Flexible
+Reservation Usage Enforcement" spec), so the ledger learns a reservation's ID
+only when Blazar sends an update or the end; until then its class looks
+unknown. With ``[blazar]`` configured the reservation is looked up in Blazar
+instead.
 """
 
 import dataclasses
@@ -69,8 +71,8 @@ DEFAULT_PENDING_TIMEOUT = datetime.timedelta(days=1)
 
 #: Blazar statuses of a lease or reservation that is over.
 BLAZAR_ENDED = frozenset(('terminated', 'deleted', 'error', 'killed'))
-#: The flags Blazar's resource monitor sets on a reservation (specs/001
-#: chapter 20), in the words of that chapter.
+#: The flags Blazar's resource monitor sets on a reservation (Blazar's
+#: "Monitor states of resources" spec), in the words of that spec.
 BLAZAR_DEGRADED = {
     'missing_resources': 'missing_resources (a reserved resource failed and '
                          'Blazar found no other to take its place; the flag '
@@ -87,12 +89,12 @@ class BlazarView:
     """What Blazar's API says (None where :func:`find` has no Blazar).
 
     ``reservations``: ``{reservation ID: (lease ID, ended)}``;
-    ``fingerprints``: the fingerprints (ledger/keys.py) of every lease
-    Blazar has; ``leases``: every lease, as
-    :class:`~.lease_findings.Lease` (what the ledger is compared with);
-    ``flagged``: ``{reservation ID: (lease ID, lease name, flags)}`` of the
-    reservations not over that Blazar's resource monitor marked
-    ``missing_resources`` or ``resources_changed`` (specs/001 chapter 20).
+    ``fingerprints``: the fingerprints (ledger/keys.py) of every lease Blazar
+    has; ``leases``: every lease, as :class:`~.lease_findings.Lease` (what the
+    ledger is compared with); ``flagged``: ``{reservation ID: (lease ID, lease
+    name, flags)}`` of the reservations not over that Blazar's resource monitor
+    marked ``missing_resources`` or ``resources_changed`` (Blazar's "Monitor
+    states of resources" spec).
     """
 
     reservations: dict
@@ -441,12 +443,13 @@ class _Checker:
                 else:
                     continue
                 if r.started(self.now):
-                    phase = ('resources changed after the start (specs/001 '
-                             'ch. 20, case 2): the lease is degraded')
+                    phase = ('resources changed after the start (Blazar\'s '
+                             '"Monitor states of resources", case 2): the '
+                             'lease is degraded')
                 else:
-                    phase = ('missing resources before the start (specs/001 '
-                             'ch. 20, case 1): Blazar must reserve another '
-                             'host')
+                    phase = ('missing resources before the start (Blazar\'s '
+                             '"Monitor states of resources", case 1): '
+                             'Blazar must reserve another host')
                 found.append(m.Finding(
                     m.DEGRADED, 'host %s / reservation %s (lease %s)' % (
                         host, r.reservation_id or '?', r.lease),
@@ -470,7 +473,8 @@ class _Checker:
             found.append(m.Finding(
                 m.DEGRADED, 'reservation %s (lease %s)' % (
                     rid, lease_id or name),
-                'Blazar\'s resource monitor marks it %s (specs/001 ch. 20)'
+                'Blazar\'s resource monitor marks it %s (Blazar\'s "Monitor '
+                'states of resources" spec)'
                 % ' and '.join(BLAZAR_DEGRADED[f] for f in flags),
                 'manual: openstack reservation lease show %s; bring the '
                 'failed host back or add capacity, then have the owner '

@@ -17,7 +17,7 @@ Pure data: nothing here does I/O.
   it is: its lease, its window, and how many allocations it has on each
   hypervisor host (for ``virtual:instance``: the instances reserved
   there, so the ``total`` of its class on that host's reservation
-  provider, specs/001 chapter 15).
+  provider, Blazar's "Placement API support for instance reservation" spec).
 * :class:`Provider` and :class:`PlacementState` -- what Placement holds.
 * :class:`Finding` -- one drift, typed, with its reason and its fix;
   :class:`Action` is the machine form of that fix.
@@ -62,8 +62,9 @@ DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
 class Reservation:
     """One reservation of one ledger entry."""
 
-    #: Blazar's reservation UUID; None while the ledger has not seen it
-    #: (a check-create carries no IDs, specs/000).
+    #: Blazar's reservation UUID; None while the ledger has not seen it (a
+    #: check-create carries no IDs, Blazar's "Flexible Reservation Usage
+    #: Enforcement" spec).
     reservation_id: Optional[str]
     resource_type: str
     lease_id: Optional[str]
@@ -313,8 +314,8 @@ def state_of(reservation, now):
 
 def allocations(reservations, now, host=None, lease=None,
                 include_ended=False):
-    """Which reservations use which hosts (specs/001 chapter 16): one
-    ``dict`` per (host, reservation), sorted by host then start.
+    """Which reservations use which hosts (Blazar's "Resource Allocation API"
+    spec): one ``dict`` per (host, reservation), sorted by host then start.
 
     ``host`` and ``lease`` (an ID or a name) filter; ended reservations
     are left out unless ``include_ended``.

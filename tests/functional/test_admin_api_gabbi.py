@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The account admin API (specs/003) scenarios of gabbits_admin/.
+"""The account admin API ("Multi-Tenant Accounting in OpenStack") scenarios of
+gabbits_admin/.
 
 The admin app is our real WSGI stack, reached in-process through
 wsgi-intercept; it reads and moves consumers in a real Placement (the

@@ -9,8 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``placement-quota tree check`` and ``tree show``, run as an operator
-runs them, on limits files in the notation of specs/002."""
+"""``placement-quota tree check`` and ``tree show``, run as an operator runs
+them, on limits files in the notation of Keystone's "Strict Two-Level Limits
+Enforcement Model"."""
 
 import json
 import os
@@ -24,7 +25,8 @@ from tests.functional import test_cli
 
 command = test_cli.command
 
-#: specs/002: A (l=20, u=4) with B (u=8) and C (u=8), default cores=10.
+#: Keystone's "Strict Two-Level Limits Enforcement Model": A (l=20, u=4) with B
+#: (u=8) and C (u=8), default cores=10.
 SPEC = """\
 model: strict_two_level
 registered_limits: {cores: 10}

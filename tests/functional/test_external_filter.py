@@ -41,8 +41,9 @@ from tests.fixtures import enforcement as enforcement_fixture
 READ_TIMEOUT = 0.5
 RETRIES = 2
 
-# The example of specs/000: a lease as the spec shows it, with ``end_time``
-# and dates in the "YYYY-MM-DD HH:MM" form.
+# The example of Blazar's "Flexible Reservation Usage Enforcement" spec: a
+# lease as the spec shows it, with ``end_time`` and dates in the "YYYY-MM-DD
+# HH:MM" form.
 CONTEXT = {
     'user_id': 'c631173e-dec0-4bb7-a0c3-f7711153c06c',
     'project_id': 'a0b86a98-b0d3-43cb-948e-00689182efd4',

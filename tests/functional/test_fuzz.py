@@ -39,7 +39,8 @@ tests/fuzz_harness.py. At every request of every scenario:
 10. a state-changing admin call a web page could send (a form or text
     body, a foreign ``Origin`` or ``Host``) never succeeds.
 
-1 to 5 are the issue's; 6 to 10 are cheap to check on the same requests.
+1 to 5 are the service's promises; 6 to 10 are cheap to check on the same
+requests.
 
 One hypothesis run per endpoint and database checks all of them; each
 property raises its own exception class (and one per distinct cause:

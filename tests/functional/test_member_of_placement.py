@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""specs/004 (forbidden aggregates) against the real Placement.
+"""Placement's "Support filtering by forbidden aggregate membership" spec
+(forbidden aggregates) against the real Placement.
 
 * :class:`TestSpec004NestedExample` builds the spec's diagram of nested
   and sharing providers and checks each exclusion list it gives.
@@ -60,7 +61,8 @@ class _PlacementTestCase(testtools.TestCase):
             **kwargs)
 
 
-# -- specs/004, "Nested resource providers" ----------------------------------
+# -- Placement's "Support filtering by forbidden aggregate membership" spec,
+# "Nested resource providers" ----------------------------------
 
 #: (name, parent, aggregate, shares) as the spec's diagram draws them.
 SPEC_TREE = [
@@ -76,7 +78,8 @@ SPEC_TREE = [
 
 
 class TestSpec004NestedExample(_PlacementTestCase):
-    """The exclusion lists of specs/004, "Nested resource providers".
+    """The exclusion lists of Placement's "Support filtering by forbidden
+    aggregate membership" spec, "Nested resource providers".
 
     Every provider of the diagram has one unit of a resource class of its
     own, so each is a candidate on its own; a provider is "excluded" when

@@ -9,8 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Bodies that used to answer 500 or poison the ledger (issue 16: D1, D3,
-D4, D5, D6, D16, D17 and non-finite numbers), sent to the real service
+"""Bodies that used to answer 500 or poison the ledger (dates,
+resource types, surrogates, lengths, digit strings, control characters and
+non-finite numbers), sent to the real service
 with CreditFilter on a SQLite ledger in a temporary directory: each is a
 JSON 400 naming the field, and the ledger holds nothing afterwards."""
 
@@ -92,7 +93,7 @@ class TestPayloadHardening(ledger_helpers.LedgerHelpers,
         for project in projects or (PROJECT,):
             self.assertEqual([], self.entries(project))
 
-    # --- D3 ---------------------------------------------------------------
+    # --- resource_type ----------------------------------------------------
 
     def test_resource_type_as_a_list_is_a_400_on_every_endpoint(self):
         for kind in KINDS:
@@ -109,7 +110,7 @@ class TestPayloadHardening(ledger_helpers.LedgerHelpers,
                                        'lease.reservations[0].resource_type')
         self.assertEqual({'a': 'b'}, answer['value'])
 
-    # --- D4, D5 -----------------------------------------------------------
+    # --- surrogates, NUL and lengths --------------------------------------
 
     def test_lone_surrogate_is_a_400_on_every_endpoint(self):
         for kind in KINDS:
@@ -154,7 +155,7 @@ class TestPayloadHardening(ledger_helpers.LedgerHelpers,
             self.post('on-end', self.body('on-end', lease_id='i' * 300)),
             'lease.id')
 
-    # --- D1, D6 -----------------------------------------------------------
+    # --- dates ------------------------------------------------------------
 
     def test_end_in_year_9999_is_a_400_and_not_recorded(self):
         body = self.body()
@@ -192,7 +193,7 @@ class TestPayloadHardening(ledger_helpers.LedgerHelpers,
         self.assertBadRequest(self.post('check-create', body),
                               'lease.end_date')
 
-    # --- D16 --------------------------------------------------------------
+    # --- digit strings ----------------------------------------------------
 
     def test_digit_string_amount_beyond_max_int_is_a_400(self):
         body = self.body()
@@ -210,7 +211,7 @@ class TestPayloadHardening(ledger_helpers.LedgerHelpers,
                               'lease.reservations[0].vcpus')
         self.assertLedgerEmpty()
 
-    # --- D17 --------------------------------------------------------------
+    # --- control characters -----------------------------------------------
 
     def test_newline_in_the_project_id_is_a_400_and_forges_no_log_line(
             self):
@@ -242,7 +243,7 @@ class TestPayloadHardening(ledger_helpers.LedgerHelpers,
         self.assertEqual(400, status, body)
         self.assertEqual('body', body['field'])
 
-    # --- D2 ---------------------------------------------------------------
+    # --- host factor ------------------------------------------------------
 
     def test_negative_su_factor_is_a_400_and_charges_nothing(self):
         allocation = self.give_credits(100)

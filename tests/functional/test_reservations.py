@@ -9,8 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Reservation providers, classes and lease transitions (specs/001 ch. 15)
-against a real Placement."""
+"""Reservation providers, classes and lease transitions (Blazar's "Placement
+API support for instance reservation" spec) against a real Placement."""
 
 import threading
 import uuid

@@ -9,9 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The WSGI server against slow and malformed clients (issue 16: D12 slow
-clients, D21 ambiguous framing, the accept queue, and ``serve``'s warning
-about noauth beyond loopback), over real sockets.
+"""The WSGI server against slow and malformed clients (slow clients,
+ambiguous framing, the accept queue, and ``serve``'s warning about noauth
+beyond loopback), over real sockets.
 
 The enforcement app is the real one (``api_app.make_app``); deadlines are
 short so that each test takes seconds.
@@ -175,8 +175,8 @@ class ServerTestCase(testtools.TestCase):
 
 
 class TestReadDeadline(ServerTestCase):
-    """D12: 20 connections dripping a byte every 2 s held all 16 threads,
-    and /healthcheck timed out."""
+    """Slow clients: 20 connections dripping a byte every 2 s held all 16
+    threads, and /healthcheck timed out."""
 
     def test_clients_dripping_headers_hold_no_thread(self):
         server = self.serve(threads=2, request_read_timeout=5)
@@ -312,8 +312,9 @@ class TestAcceptQueue(ServerTestCase):
 
 
 class TestFraming(ServerTestCase):
-    """D21: Transfer-Encoding and Content-Length together were accepted;
-    what followed the Content-Length bytes became a second request."""
+    """Ambiguous framing: Transfer-Encoding and Content-Length together were
+    accepted; what followed the Content-Length bytes became a second
+    request."""
 
     SMUGGLED = b'GET /v1/ HTTP/1.1\r\nHost: x\r\n\r\n'
 

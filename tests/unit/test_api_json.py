@@ -9,8 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Answers are strict JSON, and so are admin request bodies (issue 16,
-D15): ``json.dumps`` writes ``Infinity`` and ``NaN``, which no JSON parser
+"""Answers are strict JSON, and so are admin request bodies:
+``json.dumps`` writes ``Infinity`` and ``NaN``, which no JSON parser
 but Python's reads, and ``json.loads`` accepts them."""
 
 import json

@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The payload model of specs/000: what is accepted, and what is refused."""
+"""The payload model of Blazar's "Flexible Reservation Usage Enforcement" spec:
+what is accepted, and what is refused."""
 
 import datetime
 import json
@@ -26,7 +27,8 @@ def parse(kind, document):
 
 
 class TestSpecExamples(testtools.TestCase):
-    """Every request example of specs/000 parses as the spec means it."""
+    """Every request example of Blazar's "Flexible Reservation Usage
+    Enforcement" spec parses as the spec means it."""
 
     def test_check_create_example_parses_with_both_reservations(self):
         request = parse('check-create', spec.check_create())

@@ -11,8 +11,8 @@
 # under the License.
 """What the payload model refuses because the ledger could not hold it, a
 later query could not compute with it, or a log line could be forged with
-it (issue 16: D1/D6 dates, D3 resource_type, D4 surrogates, D5 lengths and
-NUL, D16 digit strings, D17 control characters, non-finite numbers)."""
+it (dates, resource_type, surrogates, lengths and NUL, digit strings,
+control characters, non-finite numbers)."""
 
 import datetime
 import json
@@ -65,7 +65,7 @@ class RefusalTestCase(testtools.TestCase):
 
 
 class TestResourceType(RefusalTestCase):
-    """D3: a resource_type that is not a string is a 400, not a 500."""
+    """A resource_type that is not a string is a 400, not a 500."""
 
     def test_resource_type_as_a_list_is_refused_naming_the_field(self):
         body = document()
@@ -104,7 +104,7 @@ class TestResourceType(RefusalTestCase):
 
 
 class TestUnstorableStrings(RefusalTestCase):
-    """D4 and D5: lone surrogates and NUL, wherever they are."""
+    """Lone surrogates and NUL, wherever they are."""
 
     def test_lone_surrogate_in_a_lease_name_is_refused_naming_the_field(self):
         error = self.refused(document(name='a\ud800b'))
@@ -185,7 +185,7 @@ class TestUnstorableStrings(RefusalTestCase):
 
 
 class TestLengths(RefusalTestCase):
-    """D5: what a String(255) column of the ledger cannot hold."""
+    """What a String(255) column of the ledger cannot hold."""
 
     def test_project_id_of_255_characters_is_accepted(self):
         request = self.accepted(document(project='p' * 255))
@@ -243,7 +243,7 @@ class TestLengths(RefusalTestCase):
 
 
 class TestControlCharacters(RefusalTestCase):
-    """D17: ids and names with control characters would forge log lines."""
+    """Ids and names with control characters would forge log lines."""
 
     def test_newline_in_the_project_id_is_refused_naming_field_and_value(
             self):
@@ -337,7 +337,7 @@ class TestControlCharacters(RefusalTestCase):
 
 
 class TestDateRange(RefusalTestCase):
-    """D1 and D6: dates whose arithmetic could overflow are refused."""
+    """Dates whose arithmetic could overflow are refused."""
 
     def lease(self, start, end, kind='check-create', **fields):
         body = document(kind)
@@ -438,7 +438,7 @@ class TestDateRange(RefusalTestCase):
 
 
 class TestCountBounds(RefusalTestCase):
-    """D16: digit strings obey the bounds of integers."""
+    """Digit strings obey the bounds of integers."""
 
     def reservation(self, **values):
         body = document()

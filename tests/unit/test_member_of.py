@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``member_of`` validation and builders (specs/004), without Placement.
+"""``member_of`` validation and builders (Placement's "Support filtering by
+forbidden aggregate membership" spec), without Placement.
 
 The messages asserted here are Placement's own; the functional test
 ``tests.functional.test_member_of_placement`` checks them against it.
@@ -47,8 +48,9 @@ class TestValidateMemberOf(testtools.TestCase):
             'member_of=in:%s,%s' % (A, B), '1.21')[''].required)
 
     def test_forbidden_inside_in_list_is_rejected(self):
-        """specs/004: "we don't support ``!`` for arguments to the ``in:``
-        prefix ... This would result in HTTP 400"."""
+        """Placement's "Support filtering by forbidden aggregate membership"
+        spec: "we don't support ``!`` for arguments to the ``in:`` prefix ...
+        This would result in HTTP 400"."""
         self.assertRejected(BAD_UUID % ('!' + B),
                             'member_of=in:%s,!%s' % (A, B))
 
@@ -82,7 +84,8 @@ class TestValidateMemberOf(testtools.TestCase):
         self.assertRejected(BAD_UUID % '', 'member_of=in:%s,' % A)
 
     def test_forbidden_in_list_is_accepted_from_1_32(self):
-        """specs/004: "we support ``!in:`` prefix"."""
+        """Placement's "Support filtering by forbidden aggregate membership"
+        spec: "we support ``!in:`` prefix"."""
         self.assertEqual({A, B}, mo.validate_member_of(
             'member_of=!in:%s,%s' % (A, B), '1.32')[''].forbidden)
 
@@ -104,7 +107,8 @@ class TestValidateMemberOf(testtools.TestCase):
         self.assertRejected(BAD_UUID % 'x', 'member_of=!x', '1.31')
 
     def test_same_aggregate_required_and_forbidden_is_accepted(self):
-        """specs/004: "we do not return 400 for cases like
+        """Placement's "Support filtering by forbidden aggregate membership"
+        spec: "we do not return 400 for cases like
         ``&member_of=<agg1>&member_of=!<agg1>``"."""
         mo.validate_member_of('member_of=%s&member_of=!%s' % (A, A), '1.32')
 
@@ -248,7 +252,8 @@ class TestBuilders(testtools.TestCase):
         self.assertEqual('!' + A, mo.forbidden(A))
 
     def test_forbidden_of_several_aggregates_is_bang_in_list(self):
-        """specs/004: ``!in:<agg1>,<agg2>,<agg3>``."""
+        """Placement's "Support filtering by forbidden aggregate membership"
+        spec: ``!in:<agg1>,<agg2>,<agg3>``."""
         self.assertEqual('!in:%s,%s' % (A, B), mo.forbidden(A, B))
 
     def test_builders_drop_duplicate_aggregates(self):

@@ -9,8 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Benchmark: moving an account's resources (specs/003) through the admin
-API, against the osc-placement way.
+"""Benchmark: moving an account's resources ("Multi-Tenant Accounting in
+OpenStack") through the admin API, against the osc-placement way.
 
 A fresh real Placement (the embedded server, ``python -m
 placement_quota.cmd.embedded_placement``, noauth2, SQLite, on loopback)

@@ -13,11 +13,12 @@
 
 One server process (the same threaded cheroot server and logging as
 ``placement-quota serve``) mounts both: ``/v1/...`` is the enforcement app
-running MaximumReservationLengthFilter and ExternalServiceFilter (no
-endpoint set), ``/bare/check-create`` a WSGI function that reads the body
-and answers 204 (the ceiling). Client processes on loopback keep one
-connection each and post the specs/000 check-create example for a fixed
-time. Prints requests per second, p50 and p99 latency, and the ratio.
+running MaximumReservationLengthFilter and ExternalServiceFilter (no endpoint
+set), ``/bare/check-create`` a WSGI function that reads the body and answers
+204 (the ceiling). Client processes on loopback keep one connection each and
+post the check-create example of Blazar's "Flexible Reservation Usage
+Enforcement" spec for a fixed time. Prints requests per second, p50 and p99
+latency, and the ratio.
 
     python tools/bench/enforcement.py [--seconds 5] [--clients 4]
 
@@ -41,8 +42,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
-# ANCHORS.md sets no absolute figure for this service (upstream Blazar ships
-# no external service); the anchor is the bare endpoint on the same server.
+# There is no absolute figure to beat for this service (upstream Blazar
+# ships no external service); the baseline is the bare endpoint on the same
+# server.
 GOAL_RATIO = 0.80
 
 

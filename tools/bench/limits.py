@@ -15,16 +15,16 @@ Two ways of knowing the usage of the tree, on the same tree and limits
 (an embedded source: the limits are in memory, so only the usage
 calculation differs):
 
-* ours (``aggregate``): the enforcer reads the root's aggregate usage,
-  kept up to date as claims land (specs/002, "Optimized usage
-  calculation");
+* ours (``aggregate``): the enforcer reads the root's aggregate usage, kept up
+  to date as claims land (Keystone's "Strict Two-Level Limits Enforcement
+  Model", "Optimized usage calculation");
 * naive: a usage read per project of the tree at every check, as
   oslo.limit's callback design implies (``usage(project_id, resources)``
   for the root and each child). Here the callback is the cheapest possible,
   a dict lookup; a real one is a database query or an HTTP call, so the
   real ratio is larger.
 
-The anchor (../shared/ANCHORS.md): oslo.limit has no working strict
+The baseline (what exists already): oslo.limit has no working strict
 two-level enforcer (NotImplementedError) and no published figures; the
 naive path is what its flat enforcer does per project.
 
@@ -53,7 +53,7 @@ from placement_quota.limits import sources  # noqa: E402
 from placement_quota.limits import tree as tree_mod  # noqa: E402
 
 RESOURCE = 'cores'
-#: Goals of the [limits] issue at N = 100000.
+#: Goals at N = 100000.
 GOAL_US = 20.0
 GOAL_SPEEDUP = 1000.0
 

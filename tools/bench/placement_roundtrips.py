@@ -81,7 +81,7 @@ from placement_quota.placement import embedded  # noqa: E402
 from placement_quota.placement import reservations  # noqa: E402
 from tools.bench import common  # noqa: E402
 
-#: The issue's goals.
+#: The goals.
 GOAL_CALLS = 3          # per transition, whatever N
 GOAL_SPEEDUP_AT = 100   # hosts
 GOAL_SPEEDUP = 10.0     # Blazar's wall time / ours, start and end

@@ -15,14 +15,13 @@ Two measurements, against a real Placement (the embedded server, a
 subprocess on loopback) and a real ledger database:
 
 1. **check-create latency** through our HTTP service with the whole chain
-   enabled (MaximumReservationLength, ReservationSize, LeaseCount,
-   NovaQuota, PlacementCapacity, Credit, ProjectTreeLimit) on a ledger of
-   ``--leases`` leases (default 100000) spread over ``--projects``
-   projects in trees of 10 and over a year. Each request is a new lease of
-   a random project, half instance and half host reservations; it is
-   recorded when allowed, so the ledger grows as the run goes. The anchor
-   (../shared/ANCHORS.md): no existing service has these policies; the goal
-   of the [policies] issue is p99 under 20 ms at 100000 leases.
+   enabled (MaximumReservationLength, ReservationSize, LeaseCount, NovaQuota,
+   PlacementCapacity, Credit, ProjectTreeLimit) on a ledger of ``--leases``
+   leases (default 100000) spread over ``--projects`` projects in trees of 10
+   and over a year. Each request is a new lease of a random project, half
+   instance and half host reservations; it is recorded when allowed, so the
+   ledger grows as the run goes. No existing service has these policies, so
+   there is no baseline; the goal is p99 under 20 ms at 100000 leases.
 2. **Placement /usages reads to find how many instances fit a quota**:
    ours reads the project's usage once and divides
    (``nova_quota.instances_that_fit``); Nova's unified limits

@@ -13,15 +13,14 @@
 the naive way of reading the same state.
 
 A fresh real Placement (the embedded server, ``python -m
-placement_quota.cmd.embedded_placement``, noauth2, SQLite, on loopback)
-gets N compute nodes, each with its reservation provider
-``blazar_<host>`` (specs/001 chapter 15). Every reservation provider has
-held a reservation once (its generation is not 0, so none can be skipped
-unread); 20 % of the hosts hold a running instance reservation (10 hosts
-each, 1 instance per host). Seeded drift: 1 % of the hosts keep the
-inventory of an ended reservation, 5 reservation providers are orphans,
-5 reserved hosts have no reservation provider. A SQLite ledger holds the
-leases.
+placement_quota.cmd.embedded_placement``, noauth2, SQLite, on loopback) gets N
+compute nodes, each with its reservation provider ``blazar_<host>`` (Blazar's
+"Placement API support for instance reservation" spec). Every reservation
+provider has held a reservation once (its generation is not 0, so none can be
+skipped unread); 20 % of the hosts hold a running instance reservation (10
+hosts each, 1 instance per host). Seeded drift: 1 % of the hosts keep the
+inventory of an ended reservation, 5 reservation providers are orphans, 5
+reserved hosts have no reservation provider. A SQLite ledger holds the leases.
 
 * **ours**: ``runner.reconcile`` (a dry run; the Placement calls it makes
   are counted by the client);

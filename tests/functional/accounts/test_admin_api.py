@@ -9,10 +9,10 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The account admin API over HTTP (a real WSGI server, so the raw URL
-reaches it as a client encoded it), with a real Placement holding the
-consumers and a SQLite ledger: the account ID table of specs/003, moves
-that meet concurrent changes, lease moves and their limits."""
+"""The account admin API over HTTP (a real WSGI server, so the raw URL reaches
+it as a client encoded it), with a real Placement holding the consumers and a
+SQLite ledger: the account ID table of "Multi-Tenant Accounting in OpenStack",
+moves that meet concurrent changes, lease moves and their limits."""
 
 import datetime
 import os
@@ -35,7 +35,8 @@ from placement_quota import wsgi_server
 from tests.fixtures import placement as placement_fixtures
 from tests.functional import test_admin_api_gabbi as seeds
 
-#: specs/003, "Example accounts IDs": (account ID, valid).
+#: "Multi-Tenant Accounting in OpenStack", "Example accounts IDs": (account ID,
+#: valid).
 SPEC_ACCOUNT_IDS = [
     ('12345', True),
     ("Bob's Account", True),
@@ -96,7 +97,8 @@ class AdminAPITestCase(testtools.TestCase):
 
 
 class TestAccountIds(AdminAPITestCase):
-    """specs/003's table of account IDs, each sent percent-encoded."""
+    """The table of account IDs of "Multi-Tenant Accounting in OpenStack",
+    each sent percent-encoded."""
 
     def test_every_valid_id_of_the_spec_is_created_and_read_back(self):
         for account_id, valid in SPEC_ACCOUNT_IDS:

@@ -9,10 +9,10 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The account admin API against what an attacker sends (issue 16): a
-consumer ID that walks out of Placement's ``/allocations`` (D10), what a
-web page can send under noauth (D11: Host, Origin, form and text bodies),
-the roles noauth grants, and number literals that are not JSON (D15).
+"""The account admin API against what an attacker sends: a consumer ID that
+walks out of Placement's ``/allocations``, what a web page can send under
+noauth (Host, Origin, form and text bodies), the roles noauth grants, and
+number literals that are not JSON.
 
 The admin app is served over HTTP by our WSGI server; the real Placement
 (a subprocess) sits behind a recording proxy, so that a test sees every
@@ -130,9 +130,10 @@ class AdminHardeningTestCase(testtools.TestCase):
 
 
 class TestConsumerPaths(AdminHardeningTestCase):
-    """D10: ``GET /v1/acct/consumers/..%2F..%2F..%2Fidentity%2Fv3%2Fusers``
-    sent ``GET /identity/v3/users`` to the Placement host with the
-    service's own token."""
+    """Path traversal:
+    ``GET /v1/acct/consumers/..%2F..%2F..%2Fidentity%2Fv3%2Fusers`` sent
+    ``GET /identity/v3/users`` to the Placement host with the service's own
+    token."""
 
     TRAVERSAL = '..%2F..%2F..%2Fidentity%2Fv3%2Fusers'
 
@@ -179,9 +180,9 @@ class TestConsumerPaths(AdminHardeningTestCase):
 
 
 class TestBrowserRequests(AdminHardeningTestCase):
-    """D11: under noauth a web page could move an account's resources with
-    a form or a text/plain body, and reach the API through a name of its
-    own (DNS rebinding)."""
+    """Cross-site requests: under noauth a web page could move an account's
+    resources with a form or a text/plain body, and reach the API through a
+    name of its own (DNS rebinding)."""
 
     admin_options = {'allowed_origins': ['https://console.example.org']}
 
@@ -340,8 +341,8 @@ class TestNoauthRoles(AdminHardeningTestCase):
 
 
 class TestStrictJSON(AdminHardeningTestCase):
-    """D15: ``1e400`` in a body came back as ``"value": Infinity`` (not
-    JSON), and ``NaN`` was accepted."""
+    """Non-JSON numbers: ``1e400`` in a body came back as ``"value": Infinity``
+    (not JSON), and ``NaN`` was accepted."""
 
     def put_raw(self, text):
         return requests.put(self.url(self.account), data=text,

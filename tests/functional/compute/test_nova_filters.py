@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Our Nova plugins as nova-scheduler runs them, and a real Placement's
-answer (issue 6, "Tests that must exist").
+answer.
 
 The request filter is the one :mod:`placement_quota.compute.nova_filters`
 put in Nova's ``ALL_REQUEST_FILTERS``; it reads the aggregates from Nova's
@@ -60,7 +60,7 @@ class FiltersCloud(cloud.NovaPlacementCloud):
         return {self.name_of[h] for h, ok in answer['host_passes'].items()
                 if ok}
 
-    # The scenarios of the issue, as flavor extra specs and hints.
+    # The scenarios of the scheduler decision, as flavor extra specs and hints.
 
     def regular(self):
         return self.run_filters({'hw:cpu_policy': 'shared'})
@@ -125,7 +125,7 @@ class TestRequestFilterOnPlacement(FiltersCloud):
 class TestHostFilterAgreesWithRequestFilter(FiltersCloud):
 
     def test_host_filter_passes_exactly_placements_candidates(self):
-        """On every host, in each scenario of the issue."""
+        """On every host, in each scenario."""
         for scenario in (self.regular, self.host_reserved,
                          self.instance_reserved, self.preemptible):
             answer = scenario()

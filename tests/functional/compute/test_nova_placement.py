@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """The decision on real Nova objects, the query Nova builds from it, and a
-real Placement's answer (issue 6, "Tests that must exist").
+real Placement's answer.
 
 Each test builds, in the shared Placement, a small cloud as stock Blazar
 and Nova leave it:
@@ -24,7 +24,8 @@ and Nova leave it:
 * ``inst1``: instance-reserved (still in the free pool, and in the
   reservation's aggregate ``reservation=<id>``), with the reservation
   provider ``blazar_<host>`` holding ``CUSTOM_RESERVATION_<ID>``;
-* ``spec1``: in a specs/004-style aggregate ``reservation:<id>``;
+* ``spec1``: in an aggregate ``reservation:<id>``, in the style of
+  Placement's "Support filtering by forbidden aggregate membership" spec;
 * ``plain1``, ``plain2``: not Blazar's (``plain2`` in an unrelated
   aggregate).
 
@@ -123,7 +124,8 @@ class NovaPlacementCloud(testtools.TestCase):
             'inst_rsv': agg(self.inst_rsv, {
                 'reservation': self.inst_rsv, 'filter_tenant_id': OWNER,
                 'blazar:owner': OWNER}, ['inst1']),
-            # specs/004, "Developer impact" step 2.
+            # Placement's "Support filtering by forbidden aggregate membership"
+            # spec, "Developer impact" step 2.
             'spec': agg('spec-pool', {'reservation:' + self.spec_rsv: 'true'},
                         ['spec1']),
             'ssd': agg('ssd', {'ssd': 'true'}, ['plain2']),
@@ -185,7 +187,7 @@ class NovaPlacementCloud(testtools.TestCase):
 
 class TestDecisionOnNovaAndPlacement(NovaPlacementCloud):
 
-    # -- the scenarios of the issue ------------------------------------------
+    # -- the scenarios ------------------------------------------------------
 
     def test_without_member_of_every_host_is_a_candidate(self):
         """The baseline: the query Nova builds with no decision applied."""

@@ -9,10 +9,10 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Issue 16, D2 (auth part): in keystone mode every enforcement call --
-check-create, check-update and on-end, under ``/v1/`` and without it (as
-Blazar's ``urljoin`` may send them) -- is accepted only from a token
-carrying a service role. A real Keystone issues and validates the tokens.
+"""The service role (auth part of the hardening): in keystone mode every
+enforcement call -- check-create, check-update and on-end, under ``/v1/`` and
+without it (as Blazar's ``urljoin`` may send them) -- is accepted only from a
+token carrying a service role. A real Keystone issues and validates the tokens.
 """
 
 import requests

@@ -298,10 +298,10 @@ class TestServiceResolution(KeystoneLimitsTestCase):
 
 
 class TestPlantedViolation(KeystoneLimitsTestCase):
-    """Keystone's strict_two_level validation compares a project's limit
-    with its domain's limit or the registered default, not with its parent
-    project's: with a default of 10 it accepts root A at 5 and its child B
-    at 8, which specs/002 forbids."""
+    """Keystone's strict_two_level validation compares a project's limit with
+    its domain's limit or the registered default, not with its parent
+    project's: with a default of 10 it accepts root A at 5 and its child B at
+    8, which Keystone's "Strict Two-Level Limits Enforcement Model" forbids."""
 
     def setUp(self):
         super().setUp()

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The admin API's guard against what web pages send (issue 16, D11), on
+"""The admin API's guard against what web pages send, on
 WSGI environs: Host, Origin and Content-Type. The functional twins in
 tests/functional/accounts/test_admin_hardening.py go over HTTP."""
 

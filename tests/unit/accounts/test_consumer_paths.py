@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""What the accounts send to Placement (issue 16, D10): a consumer UUID is
+"""What the accounts send to Placement: a consumer UUID is
 checked before any call, and every value in a Placement path is
 percent-encoded (a fake Placement client records the paths)."""
 

@@ -9,14 +9,15 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The scheduler decision (issue 6), pure: no Nova, no Placement.
+"""The scheduler decision, pure: no Nova, no Placement.
 
 (Unit tests in all but location: they live here until
 ``tests/unit/compute`` exists.)
 
 The cloud below is what stock Blazar 18 writes into Nova (see the module
 docstring of :mod:`placement_quota.compute.decision`), plus one
-specs/004-style aggregate and one aggregate Blazar has nothing to do with.
+aggregate in the style of Placement's "Support filtering by forbidden
+aggregate membership" spec and one aggregate Blazar has nothing to do with.
 """
 
 import types
@@ -31,7 +32,9 @@ GUEST = 'c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3'       # added with add_project
 
 HOST_RSV = '11111111-aaaa-4aaa-8aaa-111111111111'  # physical:host
 INST_RSV = '22222222-bbbb-4bbb-8bbb-222222222222'  # virtual:instance
-SPEC_RSV = 'resv-33'                               # specs/004 style
+# In the style of Placement's "Support filtering by forbidden aggregate
+# membership" spec:
+SPEC_RSV = 'resv-33'
 
 FREEPOOL = '0f0f0f0f-0000-4000-8000-000000000001'
 AGG_HOST = '0f0f0f0f-0000-4000-8000-000000000002'
@@ -55,7 +58,8 @@ def stock_cloud():
         dec.Aggregate(AGG_INST, INST_RSV, {
             'reservation': INST_RSV, 'filter_tenant_id': OWNER,
             'blazar:owner': OWNER}, ('inst1',)),
-        # specs/004 step 2.
+        # Placement's "Support filtering by forbidden aggregate membership"
+        # spec step 2.
         dec.Aggregate(AGG_SPEC, 'spec-pool', {
             'reservation:' + SPEC_RSV: 'true'}, ('spec1',)),
         dec.Aggregate(AGG_SSD, 'ssd', {'ssd': 'true'}, ('plain2',)),
@@ -254,7 +258,8 @@ class TestInstanceReservation(_Base):
 
 
 class TestSpec004Style(_Base):
-    """specs/004 "Developer impact": ``reservation:<id>`` on both sides."""
+    """Placement's "Support filtering by forbidden aggregate membership" spec
+    "Developer impact": ``reservation:<id>`` on both sides."""
 
     def test_flavor_key_requires_the_aggregate_with_the_same_key(self):
         d = self.decide({'reservation:' + SPEC_RSV: 'true'})

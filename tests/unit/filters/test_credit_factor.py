@@ -9,8 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""CreditFilter and the host factor Blazar sends in the request (issue 16,
-D2): a factor that is not a finite number from 0 to ``[enforcement]
+"""CreditFilter and the host factor Blazar sends in the request: a
+factor that is not a finite number from 0 to ``[enforcement]
 max_su_factor`` is a bad request, never priced."""
 
 from placement_quota.filters import credit

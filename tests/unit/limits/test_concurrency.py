@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Claims racing for the last units of a tree (specs/002's verify)."""
+"""Claims racing for the last units of a tree (the verify step of Keystone's
+"Strict Two-Level Limits Enforcement Model")."""
 
 import threading
 

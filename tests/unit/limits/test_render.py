@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Trees drawn in the notation of specs/002 (text and Graphviz DOT)."""
+"""Trees drawn in the notation of Keystone's "Strict Two-Level Limits
+Enforcement Model" (text and Graphviz DOT)."""
 
 import html
 import os
@@ -81,7 +82,8 @@ class TestText(testtools.TestCase):
             render.text(tree, 'C', [CORES]))
 
     def test_default_capped_by_the_parent_shows_the_effective_limit(self):
-        # specs/002: with A at 6, B does not assume the default of 10.
+        # Keystone's "Strict Two-Level Limits Enforcement Model": with A at 6,
+        # B does not assume the default of 10.
         tree = spec_tree(root_limit=6, children=('B',))
         self.assertEqual(
             'cores (default l=10)\n'
@@ -196,7 +198,8 @@ class TestDot(testtools.TestCase):
                       html.unescape(result.stdout))
 
     def test_over_limit_usage_is_red(self):
-        # specs/002: D (u=2) claims while the tree is at its limit.
+        # Keystone's "Strict Two-Level Limits Enforcement Model": D (u=2)
+        # claims while the tree is at its limit.
         tree = spec_tree(children=('B', 'C', 'D'),
                          usage={'A': 4, 'B': 8, 'C': 8, 'D': 12})
         dot_text = render.dot(tree, 'D', [CORES])
@@ -207,7 +210,8 @@ class TestDot(testtools.TestCase):
         self.assertIn('penwidth=2', node_line(dot_text, 'D'))
 
     def test_root_over_its_tree_limit_is_red(self):
-        # specs/002: A (l=20, u=6) with B (u=8) and C (u=8).
+        # Keystone's "Strict Two-Level Limits Enforcement Model": A (l=20, u=6)
+        # with B (u=8) and C (u=8).
         tree = spec_tree(usage={'A': 6, 'B': 8, 'C': 8})
         dot_text = render.dot(tree, 'A', [CORES])
         self.assertIn('"A" [label="A (l=20, u=6)\\ntree u=22/20", %s'
@@ -215,7 +219,8 @@ class TestDot(testtools.TestCase):
         self.assertNotIn(RED, node_line(dot_text, 'B'))
 
     def test_child_limit_above_the_parents_is_red(self):
-        # specs/002: B (l=30, u=0) under A (l=20).
+        # Keystone's "Strict Two-Level Limits Enforcement Model": B (l=30, u=0)
+        # under A (l=20).
         tree = spec_tree(limits={'B': 30})
         dot_text = render.dot(tree, 'A', [CORES])
         self.assertIn('"B" [label="B (l=30, u=0)", %s' % RED, dot_text)

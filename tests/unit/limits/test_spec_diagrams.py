@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Every enforcement diagram of specs/002, in the spec's order.
+"""Every enforcement diagram of Keystone's "Strict Two-Level Limits Enforcement
+Model", in the spec's order.
 
 The resource is ``cores`` and its registered default is 10. Each test
 builds the state its diagram starts from through the enforcer's claims,
@@ -179,7 +180,8 @@ class TestSpecDiagrams(testtools.TestCase):
 
 
 class TestOptimizedUsageCalculation(testtools.TestCase):
-    """The aggregate walk-through at the end of specs/002.
+    """The aggregate walk-through at the end of Keystone's "Strict Two-Level
+    Limits Enforcement Model".
 
     Its example tree has depth three (A -> B -> D, E), which the strict
     two-level model forbids; the same claims on a two-level tree (A with

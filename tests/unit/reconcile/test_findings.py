@@ -176,7 +176,8 @@ class TestWithBlazar(testtools.TestCase):
 
 
 class TestBlazarFlags(testtools.TestCase):
-    """Reservations Blazar's resource monitor flagged (specs/001 ch. 20)."""
+    """Reservations Blazar's resource monitor flagged (Blazar's "Monitor states
+    of resources" spec)."""
 
     LEASE = {'id': 'L', 'name': 'n', 'project_id': 'p', 'status': 'ACTIVE',
              'start_date': '2026-06-01T00:00:00',

@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The accounts of the admin API (specs/003).
+"""The accounts of the admin API ("Multi-Tenant Accounting in OpenStack").
 
 Revision ID: 0002
 Revises: 0001
