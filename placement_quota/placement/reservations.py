@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Instance reservation in Placement (specs/001 chapter 15).
+"""Instance reservation in Placement (Blazar's "Placement API support for
+instance reservation" specification).
 
 * A reservation provider ``blazar_<hypervisor_hostname>`` nested under each
   compute node provider (the names a real Blazar uses, so either can manage
