@@ -22,6 +22,7 @@ import pbr.version
 
 from placement_quota import conf as pq_conf
 from placement_quota.conf import validate
+from placement_quota.filters import chain
 
 LOG = logging.getLogger(__name__)
 
@@ -55,6 +56,11 @@ def warn(message):
 def check_config_files(conf, strict=False):
     """Report the unknown sections and options of the files ``conf``
     read: a warning each, or exit 2 naming them all when ``strict``."""
+    # The filters' options are registered when a chain is built: known
+    # here too, or a file setting them would look unknown (and the slow
+    # search through every library's options would run for nothing).
+    chain.register_filter_opts(
+        conf, chain.available_filter_classes(conf).values())
     found = [validate.describe(u) for u in validate.unknown(conf)]
     if found and strict:
         fail('unknown configuration (--strict-config): %s'

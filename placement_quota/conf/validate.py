@@ -24,6 +24,7 @@ keystoneauth plugin each section names in ``auth_type``.
 import collections
 import glob
 import os
+import warnings
 
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
@@ -98,7 +99,12 @@ def _generator(namespaces):
     from oslo_config import generator
 
     known = collections.defaultdict(set)
-    for _, groups in generator._list_opts(list(namespaces)):
+    with warnings.catch_warnings():
+        # Loading every library's options imports oslo.messaging, whose
+        # oslo.service backend warns about eventlet on stderr.
+        warnings.simplefilter('ignore')
+        listed = generator._list_opts(list(namespaces))
+    for _, groups in listed:
         for group, opts in groups:
             name = getattr(group, 'name', group) or 'DEFAULT'
             _add(known, name, opts)
