@@ -27,6 +27,14 @@ PINNED_GPU = flavor_rules.Flavor(
     id='pinned-gpu', name='pinned.gpu', vcpus=2, ram=4096, disk=20,
     extra_specs={'hw:cpu_policy': 'dedicated', 'resources:CUSTOM_GPU': '1',
                  'trait:HW_CPU_X86_AVX2': 'required'})
+#: MEDIUM's size on a host with AVX-512 (a required trait).
+NEEDS_AVX512 = flavor_rules.Flavor(
+    id='needs-avx512', name='m1.avx512', vcpus=4, ram=8192, disk=40,
+    ephemeral=10, extra_specs={'trait:HW_CPU_X86_AVX512F': 'required'})
+#: MEDIUM's size on a host without SGX (a forbidden trait).
+NO_SGX = flavor_rules.Flavor(
+    id='no-sgx', name='m1.nosgx', vcpus=4, ram=8192, disk=40, ephemeral=10,
+    extra_specs={'trait:HW_CPU_X86_SGX': 'forbidden'})
 #: An extra spec that is not a whole number.
 MALFORMED = flavor_rules.Flavor(
     id='malformed', name='bad', vcpus=1, ram=512, disk=1,
@@ -54,6 +62,14 @@ class StaticFlavors:
     def prefetch(self, flavor_ids):
         return flavors_mod.Prefetched({i: self.get(i)
                                        for i in sorted(set(flavor_ids))})
+
+
+def set_traits(client, provider_uuid, *traits):
+    """Give a Placement resource provider exactly these traits."""
+    path = '/resource_providers/%s' % provider_uuid
+    generation = client.get(path)['generation']
+    client.put(path + '/traits', json={
+        'traits': list(traits), 'resource_provider_generation': generation})
 
 
 def flavor_instances(amount, flavor_id='medium', hosts=()):

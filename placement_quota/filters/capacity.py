@@ -25,7 +25,10 @@ the locks):
   always every compute node with ``capacity_hosts = all``;
 * their free capacity per resource class is read from Placement in one
   call, whatever the number of hosts: ``GET /allocation_candidates`` for
-  one instance of the size, whose provider summaries give each host's
+  one instance of the size (with the flavor's ``trait:<NAME>`` extra specs
+  as ``required=NAME,!NAME``, as Blazar's flavor plugin asks; a required
+  trait Placement has never heard of fits nowhere, an unknown forbidden
+  one excludes nothing), whose provider summaries give each host's
   capacity (Placement's own rule, ``(total - reserved) x
   allocation_ratio``) and usage. A host with no room for one such instance
   is not a candidate and counts as full;
@@ -64,14 +67,16 @@ class Capacity:
     """What :meth:`PlacementCapacityFilter.prepare` read from Placement:
     ``hosts`` (``{name: uuid}`` of the allocated hosts, or None for every
     compute node) and ``rooms`` (``{instance size: {uuid: room}}``, the
-    size as sorted ``(class, amount)`` pairs)."""
+    size as :func:`_size_key` of its classes and traits)."""
 
     hosts: typing.Optional[typing.Mapping[str, str]]
     rooms: typing.Mapping[tuple, typing.Mapping[str, dict]]
 
 
-def _size_key(size):
-    return tuple(sorted(size.items()))
+def _size_key(size, traits=None):
+    """Sorted ``(class, amount)`` pairs and sorted ``(trait, value)``
+    pairs."""
+    return tuple(sorted(size.items())), tuple(sorted((traits or {}).items()))
 
 
 class PlacementCapacityFilter(ledger_base.LedgerFilter):
@@ -101,26 +106,44 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         # Instance size -> (monotonic time, room), with capacity_cache_ttl.
         self._rooms = {}
 
-    def _room(self, client, size):
+    def _room(self, client, size, traits=None):
         ttl = self.conf.enforcement.capacity_cache_ttl
-        key = _size_key(size)
+        key = _size_key(size, traits)
         now = time.monotonic()
         if ttl:
             cached = self._rooms.get(key)
             if cached is not None and now - cached[0] < ttl:
                 return cached[1]
         try:
-            room = capacity.candidate_room(client, size)
+            room = capacity.candidate_room(client, size, traits)
         except placement_client.PlacementError as exc:
             # A flavor asking for a class no provider has ever had
             # (resources:CUSTOM_X): no host can hold one instance.
-            if exc.status != 400 or 'No such resource class' not in str(
-                    exc):
+            if exc.status != 400:
                 raise
-            room = {}
+            if 'No such trait' in str(exc):
+                room = self._room_unknown_traits(client, size, traits)
+            elif 'No such resource class' in str(exc):
+                room = {}
+            else:
+                raise
         if ttl:
             self._rooms[key] = (now, room)
         return room
+
+    @staticmethod
+    def _room_unknown_traits(client, size, traits):
+        """The room when Placement does not know some of ``traits``: none
+        if one is required (no host has it), else the room without the
+        unknown forbidden ones (no host has them either)."""
+        found = client.get('/traits?name=in:%s' % ','.join(
+            parse.quote(name, safe='') for name in sorted(traits)))
+        known = set(found['traits'])
+        if any(value == 'required' and name not in known
+               for name, value in traits.items()):
+            return {}
+        return capacity.candidate_room(client, size, {
+            name: value for name, value in traits.items() if name in known})
 
     def ledger_locks(self, context):
         return [models.GLOBAL_LOCK]
@@ -163,8 +186,10 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         rooms = {}
         for reservation in reservations:
             size = _size(reservation, flavors)
-            if size and _size_key(size) not in rooms:
-                rooms[_size_key(size)] = self._room(client, size)
+            traits = _traits(reservation, flavors)
+            key = _size_key(size, traits)
+            if size and key not in rooms:
+                rooms[key] = self._room(client, size, traits)
         return Capacity(hosts, rooms)
 
     def check(self, admission):
@@ -188,7 +213,9 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                 asked[rc] = asked.get(rc, 0) + amount * value
             if not size:
                 continue
-            for uuid, found in read.rooms[_size_key(size)].items():
+            traits = _traits(reservation, admission.flavors)
+            key = _size_key(size, traits)
+            for uuid, found in read.rooms[key].items():
                 if eligible is None or uuid in eligible:
                     room[uuid] = found
             count = len(room) if hosts is None else len(hosts)
@@ -197,7 +224,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                 raise self.deny(
                     'Only %d instances of %s fit on the %d eligible hosts '
                     'now; the reservation asks for %d.'
-                    % (fit, _size_text(size), count, amount))
+                    % (fit, _size_text(size, traits), count, amount))
         if not asked:
             return
         free = {rc: sum(max(0, r.get(rc, 0)) for r in room.values())
@@ -239,5 +266,18 @@ def _size(reservation, flavors):
     return accounting.instance_size(reservation)
 
 
-def _size_text(size):
-    return ', '.join('%s=%d' % item for item in sorted(size.items()))
+def _traits(reservation, flavors):
+    """``{trait: 'required'|'forbidden'}`` the candidate hosts of one
+    instance of ``reservation`` must match: its flavor's ``trait:<NAME>``
+    extra specs for a ``flavor:instance``, none for a ``virtual:instance``."""
+    if reservation.resource_type == lease_model.FLAVOR:
+        return accounting.flavor_traits(reservation, flavors)
+    return {}
+
+
+def _size_text(size, traits=None):
+    text = ', '.join('%s=%d' % item for item in sorted(size.items()))
+    if traits:
+        text += ' (traits: %s)' % ', '.join(
+            '%s %s' % item for item in sorted(traits.items()))
+    return text

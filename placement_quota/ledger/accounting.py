@@ -131,6 +131,14 @@ def flavor_size(reservation, flavors):
     return {rc: value for rc, value in size.items() if value > 0}
 
 
+def flavor_traits(reservation, flavors):
+    """``{trait: 'required'|'forbidden'}`` of the flavor of a
+    ``flavor:instance`` reservation (its unsuffixed ``trait:<NAME>`` extra
+    specs), which Blazar passes to Placement with the resources."""
+    return dict(flavor_rules.placement_resources(flavor_of(reservation,
+                                                           flavors))[1])
+
+
 def check_flavor_totals(lease, flavors, field='lease'):
     """Refuse a lease whose flavor instances add up to more than
     :data:`~placement_quota.lease_schema.MAX_TOTAL` of a class, by either

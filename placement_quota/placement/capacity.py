@@ -348,11 +348,24 @@ def instances_that_fit_on_hosts(
 # --- capacity of every host in one call --------------------------------------
 
 
+def required_param(traits: typing.Optional[typing.Mapping[str, str]]
+                   ) -> str:
+    """The ``required`` value of ``{trait: 'required'|'forbidden'}``:
+    ``TRAIT1,!TRAIT2`` (forbidden traits need microversion 1.22, below
+    :data:`~placement_quota.placement.client.MIN_VERSION`); '' for none."""
+    return ','.join(('!' if value == 'forbidden' else '') + name
+                    for name, value in sorted((traits or {}).items()))
+
+
 def candidate_room(client: placement_client.PlacementClient,
-                   request: typing.Mapping[str, int]
+                   request: typing.Mapping[str, int],
+                   traits: typing.Optional[typing.Mapping[str, str]] = None
                    ) -> typing.Dict[str, typing.Dict[str, int]]:
     """Provider UUID -> {resource class: room} of every provider that can
-    hold at least one instance of size ``request``, in one call.
+    hold at least one instance of size ``request``, in one call; with
+    ``traits`` (``{trait: 'required'|'forbidden'}``, a flavor's
+    ``trait:<NAME>`` extra specs) only providers having every required
+    trait and none of the forbidden ones.
 
     ``GET /allocation_candidates?resources=...`` answers with provider
     summaries giving each candidate's ``capacity`` (Placement's rule) and
@@ -362,10 +375,16 @@ def candidate_room(client: placement_client.PlacementClient,
     per host.
 
     :raises ValueError: as :func:`validate_request`, before the call.
+    :raises placement_client.PlacementError: Placement's refusal, e.g. 400
+        ``No such trait(s)`` for a trait it does not know.
     """
     request = validate_request(request)
-    query = ','.join('%s:%d' % item for item in sorted(request.items()))
-    found = client.get('/allocation_candidates?resources=%s' % query)
+    query = [('resources', ','.join('%s:%d' % item
+                                    for item in sorted(request.items())))]
+    if traits:
+        query.append(('required', required_param(traits)))
+    found = client.get('/allocation_candidates?%s' % parse.urlencode(
+        query, safe=':,!'))
     return {uuid: {rc: int(value['capacity']) - int(value['used'])
                    for rc, value in summary['resources'].items()}
             for uuid, summary in found['provider_summaries'].items()}

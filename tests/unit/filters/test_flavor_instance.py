@@ -221,6 +221,66 @@ class TestCapacity(ledger_helpers.PlacementHelpers, FlavorTestCase):
         self.assertMentions(message, 'Only 0 instances of CUSTOM_GPU=1, '
                             'DISK_GB=20, MEMORY_MB=4096, PCPU=2')
 
+    def add_trait_flavors(self):
+        for flavor in (flavor_helpers.NEEDS_AVX512, flavor_helpers.NO_SGX):
+            self.flavors.flavors[flavor.id] = flavor
+
+    def test_required_trait_no_host_has_is_denied(self):
+        self.add_trait_flavors()
+        message = self.assertDenied(self.create, lease(
+            day(2), day(3), flavor_instances(1, 'needs-avx512',
+                                             hosts=self.both)))
+        self.assertEqual('Only 0 instances of DISK_GB=50, MEMORY_MB=8192, '
+                         'VCPU=4 (traits: HW_CPU_X86_AVX512F required) fit '
+                         'on the 2 eligible hosts now; the reservation asks '
+                         'for 1.', message)
+
+    def test_required_trait_fits_only_on_the_host_having_it(self):
+        self.add_trait_flavors()
+        name, uuid = self.compute_node(vcpus=8, memory_mb=16384,
+                                       disk_gb=100)
+        flavor_helpers.set_traits(self.placement_client, uuid,
+                                  'HW_CPU_X86_AVX512F')
+        hosts = self.both + (name,)
+        # Room for 2 on the one host with the trait, not 6 on all three.
+        self.create(lease(day(2), day(3), flavor_instances(
+            2, 'needs-avx512', hosts=hosts), name='a'))
+        message = self.assertDenied(self.create, lease(
+            day(4), day(5), flavor_instances(3, 'needs-avx512', hosts=hosts),
+            name='b'))
+        self.assertMentions(message, 'Only 2 instances of', 'fit on the 3 '
+                            'eligible hosts now')
+
+    def test_forbidden_trait_excludes_the_only_host_having_it(self):
+        self.add_trait_flavors()
+        name, uuid = self.compute_node(vcpus=8, memory_mb=16384,
+                                       disk_gb=100)
+        flavor_helpers.set_traits(self.placement_client, uuid,
+                                  'HW_CPU_X86_SGX')
+        message = self.assertDenied(self.create, lease(
+            day(2), day(3), flavor_instances(1, 'no-sgx', hosts=(name,))))
+        self.assertMentions(message, 'Only 0 instances of',
+                            'HW_CPU_X86_SGX forbidden', 'fit on the 1 '
+                            'eligible hosts now')
+        # The two hosts without it are still candidates.
+        self.create(lease(day(2), day(3), flavor_instances(
+            4, 'no-sgx', hosts=self.both)))
+
+    def test_unknown_required_custom_trait_is_denied(self):
+        self.flavors.flavors['custom'] = flavor_helpers.flavor_rules.Flavor(
+            id='custom', vcpus=1, ram=512, disk=1,
+            extra_specs={'trait:CUSTOM_NOWHERE': 'required'})
+        message = self.assertDenied(self.create, lease(
+            day(2), day(3), flavor_instances(1, 'custom', hosts=self.both)))
+        self.assertMentions(message, 'Only 0 instances of')
+
+    def test_unknown_forbidden_custom_trait_excludes_no_host(self):
+        self.flavors.flavors['custom'] = flavor_helpers.flavor_rules.Flavor(
+            id='custom', vcpus=1, ram=512, disk=1,
+            extra_specs={'trait:CUSTOM_NOWHERE': 'forbidden'})
+        self.create(lease(day(2), day(3), flavor_instances(
+            1, 'custom', hosts=self.both)))
+
 
 class TestCredit(FlavorTestCase):
 
