@@ -183,8 +183,10 @@ class CreditFilter(ledger_base.LedgerFilter):
                                         admission.start)
         cost = store.cost(rate_micro, admission.start, admission.end)
         hours = store.hours(admission.start, admission.end)
-        what = ('%s credits (%.2f hours at %s credits an hour)'
-                % (credits(cost), hours, '%.4g' % rate))
+        rate_text = '%.4g' % rate
+        what = ('%s credits (%.2f hours at %s %s an hour)'
+                % (credits(cost), hours, rate_text,
+                   'credit' if rate_text == '1' else 'credits'))
         if allocation is None:
             if cost > 0:
                 raise self.deny(

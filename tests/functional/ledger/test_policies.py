@@ -78,7 +78,7 @@ class TestCreditFilter(base.PolicyTestCase):
         self.give_credits(30)
         self.assertDenied(
             self.create(lease(day(2), day(4), hosts('a'))),
-            'The lease costs 48.00 credits (48.00 hours at 1 credits an '
+            'The lease costs 48.00 credits (48.00 hours at 1 credit an '
             'hour)', 'has 30.00 credits left of its allocation of 30.00')
 
     def test_update_and_on_end_find_the_entry_of_the_create(self):

@@ -43,7 +43,7 @@ class TestCreditFilter(base.LedgerTestCase):
         message = self.assertDenied(self.create, lease(day(2), day(4),
                                                        hosts('a')))
         self.assertEqual('The lease costs 48.00 credits (48.00 hours at 1 '
-                         'credits an hour); project project-a has 30.00 '
+                         'credit an hour); project project-a has 30.00 '
                          'credits left of its allocation of 30.00.',
                          message)
 
@@ -64,11 +64,17 @@ class TestCreditFilter(base.LedgerTestCase):
             day(5), day(6), hosts('b'), name='two'))
         self.assertIn('has 16.00 credits left', message)
 
+    def test_a_rate_of_two_is_said_in_credits_an_hour(self):
+        self.set(credit_host_rate=2.0)
+        message = self.assertDenied(self.create, lease(day(2), day(3),
+                                                       hosts('a')))
+        self.assertIn('(24.00 hours at 2 credits an hour)', message)
+
     def test_project_without_allocation_is_denied(self):
         message = self.assertDenied(self.create, lease(day(2), day(3),
                                                        hosts('a')))
         self.assertEqual('The lease costs 24.00 credits (24.00 hours at 1 '
-                         'credits an hour), and project project-a has no '
+                         'credit an hour), and project project-a has no '
                          'credit allocation in force on 2026-06-02 00:00.',
                          message)
 
@@ -150,7 +156,7 @@ class TestCreditFilter(base.LedgerTestCase):
         message = self.assertDenied(self.update, first, lease(
             day(2), day(5), hosts('a'), name='l'))
         self.assertEqual('The update costs 48.00 more (the lease now costs '
-                         '72.00 credits (72.00 hours at 1 credits an '
+                         '72.00 credits (72.00 hours at 1 credit an '
                          'hour)); project project-a has 26.00 credits left '
                          'of its allocation of 50.00.', message)
 
