@@ -160,9 +160,3 @@ def shape(project_id, lease):
     """The fingerprint of ``lease`` without its name and user: what finds
     a renamed lease."""
     return _digest(_material('shape-1', project_id, lease))
-
-
-def provisional_key(project_id, lease, user_id=None):
-    """The fingerprint under its former name (kept for callers that do
-    not know the user)."""
-    return fingerprint(project_id, user_id, lease)

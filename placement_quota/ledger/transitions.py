@@ -85,16 +85,10 @@ def close(txn, entry, at, lease_id=None):
     else:
         charged = min(entry.charged, used)
         kind = models.REFUND_END
-    values = dict(state=models.TERMINATED, effective_end=actual_end,
-                  ended_at=txn.now, charged=charged)
     if lease_id and entry.lease_id is None:
-        if txn.lease_id_holder(lease_id) is None:
-            values['lease_id'] = lease_id
-        else:
-            LOG.warning('The end of %s carries lease ID %s, which another '
-                        'entry holds; closed without it.', describe(entry),
-                        lease_id)
-    txn.update(entry.id, **values)
+        bind(txn, entry, lease_id)
+    txn.update(entry.id, state=models.TERMINATED, effective_end=actual_end,
+               ended_at=txn.now, charged=charged)
     txn.charge(entry.project_id, entry.id, entry.allocation_id,
                charged - entry.charged, kind)
     refund = entry.charged - charged
