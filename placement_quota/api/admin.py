@@ -48,7 +48,6 @@ from urllib import parse
 from keystonemiddleware import auth_token
 from oslo_context import context as oslo_context
 from oslo_log import log as logging
-from oslo_middleware import healthcheck
 from oslo_policy import policy as oslo_policy
 import webob
 
@@ -59,6 +58,7 @@ from placement_quota.api import admin_guard
 from placement_quota.api import admin_http
 from placement_quota.api import app as api_app
 from placement_quota.api import util
+from placement_quota import healthcheck as pq_healthcheck
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota import policies
 from placement_quota import services as services_mod
@@ -336,8 +336,8 @@ def make_admin_app(conf, services=None, accounts=None, enforcer=None):
     (a :class:`placement_quota.services.Services`, made of ``conf`` when
     None) unless ``accounts`` is given."""
     if accounts is None:
-        accounts = service.Accounts.from_services(
-            services or services_mod.Services(conf))
+        services = services or services_mod.Services(conf)
+        accounts = service.Accounts.from_services(services)
     if enforcer is None:
         enforcer = policies.enforcer(conf)
     group = conf.admin_api
@@ -348,13 +348,17 @@ def make_admin_app(conf, services=None, accounts=None, enforcer=None):
     if keystone:
         util.check_keystone_authtoken(conf)
         app = auth_token.AuthProtocol(app, {'oslo_config_config': conf})
-    public = {'/healthcheck': healthcheck.Healthcheck(None, {'backends': ''})}
+    # The ledger is what every admin call needs (Placement only moves).
+    public = {'/healthcheck': pq_healthcheck.make_app(
+        conf, services or pq_healthcheck.Backends(
+            ledger=getattr(accounts, 'ledger', None)))}
     hosts = (group.allowed_hosts or
              admin_guard.default_allowed_hosts(group.bind_host))
     guard = admin_guard.RequestGuard(
         _Public(public, app), hosts, group.allowed_origins,
         unchecked=tuple(public))
-    return api_app.RequestId(api_app.FaultBarrier(guard))
+    return api_app.behind_proxy(
+        conf, api_app.RequestId(api_app.FaultBarrier(guard)))
 
 
 #: The roles each of Keystone's default roles implies.

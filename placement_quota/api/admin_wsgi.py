@@ -24,18 +24,13 @@ timeouts and framing rules (or put httpd or nginx in front).
 
 import os
 
-from oslo_log import log as logging
-
 from placement_quota.api import admin
 from placement_quota import conf as pq_conf
 from placement_quota import services as services_mod
 
 
 def init_application():
-    files = [f for f in os.environ.get('PLACEMENT_QUOTA_CONFIG_FILES',
-                                       '').split(';') if f.strip()]
-    conf = pq_conf.new_config([], files or None)
-    logging.setup(conf, 'placement-quota')
+    conf = pq_conf.wsgi_config()
     return admin.make_admin_app(conf, services=services_mod.Services(conf))
 
 

@@ -11,11 +11,15 @@
 # under the License.
 """The enforcement service as one WSGI application.
 
-From the outside in: request IDs (``X-OpenStack-Request-Id``, on every
-answer, errors included), a fault barrier (no traceback ever reaches a
-client), ``/healthcheck``, then the routers. The version documents are
-public; the enforcement endpoints sit behind keystonemiddleware and a
-service-role check when ``[api] auth_strategy = keystone``.
+From the outside in: oslo.middleware's ``http_proxy_to_wsgi`` when
+``[oslo_middleware] enable_proxy_headers_parsing`` is on, request IDs
+(``X-OpenStack-Request-Id``, on every answer, errors included), a fault
+barrier (no traceback ever reaches a client), ``/healthcheck``
+(oslo.middleware's, checking the ledger and Placement:
+:mod:`placement_quota.healthcheck`), then the routers. The version
+documents are public; the enforcement endpoints sit behind
+keystonemiddleware and a service-role check when ``[api] auth_strategy =
+keystone``.
 """
 
 import re
@@ -24,11 +28,13 @@ import uuid
 
 from keystonemiddleware import auth_token
 from oslo_log import log as logging
-from oslo_middleware import healthcheck
+from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from placement_quota.api import enforcement
 from placement_quota.api import util
+from placement_quota.conf import api as api_conf
+from placement_quota import healthcheck as pq_healthcheck
 
 LOG = logging.getLogger(__name__)
 
@@ -189,5 +195,19 @@ def make_app(conf, chain):
             {'oslo_config_config': conf})
         util.check_keystone_authtoken(conf)
     apps = dict.fromkeys(documents, public)
-    apps['/healthcheck'] = healthcheck.Healthcheck(None, {'backends': ''})
-    return RequestId(FaultBarrier(Dispatcher(apps, protected)))
+    apps['/healthcheck'] = pq_healthcheck.for_chain(conf, chain)
+    return behind_proxy(conf, RequestId(FaultBarrier(
+        Dispatcher(apps, protected))))
+
+
+def behind_proxy(conf, app):
+    """``app`` behind oslo.middleware's ``http_proxy_to_wsgi`` when
+    ``[oslo_middleware] enable_proxy_headers_parsing`` is on: the scheme,
+    host and path prefix a TLS proxy forwards (``Forwarded``,
+    ``X-Forwarded-Proto``...) become the request's, so the links the
+    service writes are the proxy's. Off, nothing is added to each
+    request."""
+    api_conf.register_middleware_opts(conf)
+    if not conf.oslo_middleware.enable_proxy_headers_parsing:
+        return app
+    return http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)

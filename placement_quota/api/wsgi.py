@@ -24,8 +24,6 @@ timeouts and framing rules (or put httpd or nginx in front).
 
 import os
 
-from oslo_log import log as logging
-
 from placement_quota.api import app as api_app
 from placement_quota import conf as pq_conf
 from placement_quota.filters import chain as chain_mod
@@ -33,10 +31,7 @@ from placement_quota import services as services_mod
 
 
 def init_application():
-    files = [f for f in os.environ.get('PLACEMENT_QUOTA_CONFIG_FILES',
-                                       '').split(';') if f.strip()]
-    conf = pq_conf.new_config([], files or None)
-    logging.setup(conf, 'placement-quota')
+    conf = pq_conf.wsgi_config()
     return api_app.make_app(conf, chain_mod.FilterChain(
         conf, services=services_mod.Services(conf)))
 

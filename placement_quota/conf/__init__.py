@@ -16,6 +16,8 @@ The options of the enforcement filters live next to each filter class
 available filter (:func:`placement_quota.filters.chain.load_filters`).
 """
 
+import os
+
 from oslo_config import cfg
 from oslo_log import log as logging
 
@@ -66,4 +68,33 @@ def new_config(args=(), config_files=None, use_stderr=False):
         conf.set_default('use_stderr', True)
     conf(list(args), project='placement-quota',
          default_config_files=config_files)
+    return conf
+
+
+#: The environment variable naming the WSGI apps' configuration files.
+CONFIG_FILES_VARIABLE = 'PLACEMENT_QUOTA_CONFIG_FILES'
+
+
+def wsgi_config(environ=None):
+    """The configuration of a WSGI entry point, logging set up.
+
+    Its files come from ``PLACEMENT_QUOTA_CONFIG_FILES`` (paths separated
+    by ``;``), else from the usual places. Running on no file at all is
+    logged as a warning: under pyuwsgi, ``--env`` (or ``env =`` in the ini
+    file) is applied after Python has read its environment, and the
+    variable then never arrives; set it in the process's environment
+    (systemd's ``Environment=``) instead.
+    """
+    environ = os.environ if environ is None else environ
+    files = [f for f in environ.get(CONFIG_FILES_VARIABLE, '').split(';')
+             if f.strip()]
+    conf = new_config([], files or None)
+    logging.setup(conf, 'placement-quota')
+    log = logging.getLogger(__name__)
+    if conf.config_file:
+        log.info('Configuration files: %s', ', '.join(conf.config_file))
+    else:
+        log.warning('No configuration file found (%s is %s): running on '
+                    'the defaults.', CONFIG_FILES_VARIABLE,
+                    'set to no file' if files else 'not set')
     return conf

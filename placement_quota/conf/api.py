@@ -12,6 +12,8 @@
 """``[api]``: the enforcement service's HTTP endpoint."""
 
 from oslo_config import cfg
+from oslo_middleware.healthcheck import opts as healthcheck_opts
+from oslo_middleware import http_proxy_to_wsgi
 
 from placement_quota.conf import _util
 
@@ -73,6 +75,18 @@ opts = [
 
 def register_opts(conf):
     _util.register(conf, GROUP, opts)
+    register_middleware_opts(conf)
+
+
+def register_middleware_opts(conf):
+    """oslo.middleware's options our WSGI apps use: ``[healthcheck]``
+    (the health check and its ``disable_by_file`` backend) and
+    ``[oslo_middleware] enable_proxy_headers_parsing`` (behind a TLS
+    proxy)."""
+    conf.register_opts(healthcheck_opts.HEALTHCHECK_OPTS +
+                       healthcheck_opts.DISABLE_BY_FILE_OPTS,
+                       group='healthcheck')
+    conf.register_opts(http_proxy_to_wsgi.OPTS, group='oslo_middleware')
 
 
 def list_opts():
