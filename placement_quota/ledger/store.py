@@ -97,10 +97,11 @@ class Ledger:
             self.check_version()
 
     @classmethod
-    def from_conf(cls, conf):
+    def from_conf(cls, conf, migrate=None):
         """The ledger of ``[ledger]``; LedgerError for a SQLite file whose
         directory is missing (see
-        :func:`placement_quota.conf.ledger.missing_directory`)."""
+        :func:`placement_quota.conf.ledger.missing_directory`).
+        ``migrate=False`` only checks the schema (never upgrades it)."""
         group = conf.ledger
         missing = ledger_conf.missing_directory(group.connection)
         if missing:
@@ -108,7 +109,8 @@ class Ledger:
         LOG.info('Ledger: %s', ledger_conf.describe(conf))
         return cls(group.connection, lock_timeout=group.lock_timeout,
                    pool_size=group.pool_size,
-                   migrate=group.auto_migrate or None,
+                   migrate=(migrate if migrate is not None
+                            else group.auto_migrate or None),
                    connect_timeout=group.connect_timeout,
                    statement_timeout=group.statement_timeout)
 

@@ -1,0 +1,181 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``placement-quota-status upgrade check`` (oslo.upgradecheck).
+
+Run before restarting the services on new code, as ``nova-status`` and
+``placement-status`` are. Each check answers Success, Warning or Failure;
+the command exits with the worst: 0 success, 1 warning, 2 failure, 255 the
+checks could not run.
+
+Ledger schema
+    The ledger database is at the schema this code needs (alembic head).
+    Never changes it: a SQLite file that does not exist is a failure, not
+    a new database.
+Placement API
+    The configured Placement answers, with microversion 1.29 or later (the
+    oldest placement-quota negotiates). Without ``[placement]``: a warning,
+    as ``serve`` would then run on the embedded Placement.
+Keystone limits
+    With ``[limits] source = keystone``: Keystone answers
+    ``GET /v3/limits/model`` with a model placement-quota implements.
+Blazar API
+    With ``[blazar]``: Blazar answers ``GET /leases`` to our credentials.
+"""
+
+import os
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+from oslo_upgradecheck import upgradecheck
+import sqlalchemy
+
+from placement_quota import conf as pq_conf
+from placement_quota.conf import placement as placement_conf
+from placement_quota.identity import limits as identity_limits
+from placement_quota.identity import projects
+from placement_quota.ledger import store
+from placement_quota.placement import client as placement_client
+from placement_quota.reconcile import readers
+
+#: The oldest Placement microversion placement-quota works with.
+MIN_PLACEMENT_VERSION = (1, 29)
+
+Code = upgradecheck.Code
+Result = upgradecheck.Result
+
+
+def _first_line(exc):
+    lines = str(getattr(exc, 'orig', None) or exc).strip().splitlines()
+    return lines[0] if lines else exc.__class__.__name__
+
+
+def _sqlite_file(url):
+    """The path of a SQLite ledger URL, else None."""
+    try:
+        parsed = sqlalchemy.engine.make_url(url)
+    except sqlalchemy.exc.ArgumentError:
+        return None
+    if parsed.get_backend_name() != 'sqlite' or parsed.database in (
+            None, '', ':memory:') or parsed.database.startswith('file:'):
+        return None
+    return parsed.database
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """placement-quota's upgrade checks."""
+
+    def __init__(self, conf):
+        super().__init__()
+        self.conf = conf
+
+    def _check_ledger(self):
+        url = self.conf.ledger.connection
+        path = _sqlite_file(url)
+        if path is not None and not os.path.exists(path):
+            return Result(Code.FAILURE, 'No ledger database at %s: run '
+                                        '"placement-quota db sync".' % path)
+        try:
+            ledger = store.Ledger.from_conf(self.conf, migrate=False)
+        except Exception as exc:
+            return Result(Code.FAILURE, _first_line(exc))
+        try:
+            revision = ledger.current_revision()
+        finally:
+            ledger.engine.dispose()
+        return Result(Code.SUCCESS, 'The ledger at %s is at schema revision '
+                                    '%s.' % (ledger.describe(), revision))
+
+    def _check_placement(self):
+        kind = placement_conf.configured(self.conf)
+        if kind in (None, 'embedded'):
+            return Result(Code.WARNING, '%s: the services run on the '
+                                        'embedded Placement, which is for '
+                                        'trying placement-quota out.' % (
+                                            '[placement] embedded = true'
+                                            if kind else
+                                            'No Placement in [placement]'))
+        try:
+            client = placement_client.PlacementClient.from_conf(
+                self.conf, embedded_default=False)
+            body = client.get('/')
+            version = max(placement_client.parse_version(v['max_version'])
+                          for v in body['versions'])
+        except Exception as exc:
+            return Result(Code.FAILURE, 'Cannot read the versions of '
+                                        'Placement: %s' % _first_line(exc))
+        shown = placement_client.version_string(version)
+        if version < MIN_PLACEMENT_VERSION:
+            return Result(Code.FAILURE, 'Placement at %s supports '
+                                        'microversions up to %s; '
+                                        'placement-quota needs %s.' % (
+                                            client.description, shown,
+                                            placement_client.version_string(
+                                                MIN_PLACEMENT_VERSION)))
+        return Result(Code.SUCCESS, 'Placement at %s supports microversion '
+                                    '%s.' % (client.description, shown))
+
+    def _check_keystone_limits(self):
+        if self.conf.limits.source != 'keystone':
+            return Result(Code.SUCCESS, 'Not used: [limits] source = %s.'
+                                        % self.conf.limits.source)
+        try:
+            response = projects.connection(self.conf).identity.get(
+                '/limits/model')
+            response.raise_for_status()
+            model = identity_limits.model_from_body(response.json())
+        except Exception as exc:
+            return Result(Code.FAILURE, 'Cannot read the limits model of '
+                                        'Keystone: %s' % _first_line(exc))
+        return Result(Code.SUCCESS, 'Keystone enforces limits with the %s '
+                                    'model.' % model)
+
+    def _check_blazar(self):
+        try:
+            reader = readers.BlazarReader.from_conf(self.conf)
+        except Exception as exc:
+            return Result(Code.FAILURE, '[blazar]: %s' % _first_line(exc))
+        if reader is None:
+            return Result(Code.SUCCESS, 'Not configured: no [blazar] '
+                                        'credentials.')
+        try:
+            leases = reader.leases()
+        except readers.BlazarError as exc:
+            return Result(Code.FAILURE, str(exc))
+        return Result(Code.SUCCESS, 'Blazar at %s answered with %d leases.'
+                                    % (reader.description, len(leases)))
+
+    _upgrade_checks = (
+        ('Ledger schema', _check_ledger),
+        ('Placement API', _check_placement),
+        ('Keystone limits', _check_keystone_limits),
+        ('Blazar API', _check_blazar),
+    )
+
+
+def main(argv=None):
+    conf = cfg.ConfigOpts()
+    pq_conf.register_opts(conf)
+    logging.register_options(conf)
+    conf.set_default('use_stderr', True)
+    try:
+        code = upgradecheck.main(
+            conf, 'placement-quota', Checks(conf),
+            argv=sys.argv[1:] if argv is None else argv)
+    except cfg.Error as exc:
+        print('placement-quota-status: %s' % exc, file=sys.stderr)
+        return 255
+    return code
+
+
+if __name__ == '__main__':
+    sys.exit(main())
