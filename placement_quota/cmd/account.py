@@ -18,6 +18,7 @@ the admin API's, with the field and the value, and exit status 2.
 """
 
 import json
+import threading
 
 from cliff import command
 from cliff import lister
@@ -44,7 +45,7 @@ def _call(function, *args, **kwargs):
     try:
         return function(*args, **kwargs)
     except errors.AccountError as exc:
-        main.fail(exc.message)
+        main.fail(common.account_message(exc))
     except ids.InvalidAccountId as exc:
         main.fail(str(exc))
 
@@ -156,7 +157,7 @@ class AccountSet(common.Guarded, show.ShowOne):
         except errors.NotFound:
             body = {'parent_id': None, 'limits': {}, 'metadata': {}}
         except errors.AccountError as exc:
-            main.fail(exc.message)
+            main.fail(common.account_message(exc))
         if parsed_args.parent is not None:
             body['parent_id'] = parsed_args.parent
         if parsed_args.no_parent:
@@ -179,8 +180,11 @@ class AccountSet(common.Guarded, show.ShowOne):
 
 
 class AccountDelete(common.Guarded, command.Command):
-    """Delete an account; it stays recoverable for
-    [accounts] recovery_period."""
+    """Delete an account (recoverable for a while).
+
+    It stays recoverable for [accounts] recovery_period, with "account
+    recover".
+    """
 
     #: The openstack shell needs no Keystone for it (see
     #: placement_quota.osc.plugin: Placement uses its session on demand).
@@ -219,14 +223,49 @@ class AccountRecover(common.Guarded, show.ShowOne):
         return _show(parsed_args, _call(accounts.show, parsed_args.account))
 
 
-class AccountMove(common.Guarded, show.ShowOne):
-    """Move an account's resources to another account ("Multi-Tenant Accounting
-    in OpenStack").
+class ReadProgress:
+    """The Placement client of a move, drawing ``bar`` (a
+    :class:`~placement_quota.cmd.common.ProgressBar`) over the consumers
+    it reads: the consumer IDs of the providers' allocations make the
+    total, each ``GET /allocations/{uuid}`` one step (the reads of
+    :func:`placement_quota.accounts.consumers.of_account`, concurrent).
+    Everything else passes through."""
 
+    LABEL = 'Reading consumers'
+
+    def __init__(self, client, bar):
+        self._client = client
+        self._bar = bar
+        self._lock = threading.Lock()
+        self._seen = set()
+        self._done = 0
+
+    def __getattr__(self, name):
+        return getattr(self._client, name)
+
+    def get(self, url, **kwargs):
+        body = self._client.get(url, **kwargs)
+        with self._lock:
+            if url.startswith('/resource_providers/') and \
+                    url.endswith('/allocations'):
+                self._seen.update((body or {}).get('allocations') or ())
+            elif url.startswith('/allocations/'):
+                self._done += 1
+                self._bar(self.LABEL, self._done,
+                          max(len(self._seen), self._done))
+        return body
+
+
+class AccountMove(common.Guarded, show.ShowOne):
+    """Move an account's resources to another account.
+
+    This is the move action of "Multi-Tenant Accounting in OpenStack".
     Without --consumer or --lease, everything moves: the Placement
     consumers whose allocations carry the account, and its open leases.
     The source account is not deleted. With --show nothing moves: the move
-    action is printed with its ETag, for a later --if-match.
+    action is printed with its ETag, for a later --if-match. On a terminal,
+    a progress bar on stderr follows the consumers read from Placement
+    (not with -q).
     """
 
     #: The openstack shell needs no Keystone for it (see
@@ -253,13 +292,25 @@ class AccountMove(common.Guarded, show.ShowOne):
 
     def take_action(self, parsed_args):
         accounts = _accounts(self)
+        bar = common.progress(self.app.stderr,
+                              quiet=self.app.options.verbose_level < 1)
+        if bar is not None:
+            # Placement is made on first use (a lease-only move may need
+            # none): the progress wraps whatever is made.
+            make = accounts._make_placement
+            accounts._make_placement = lambda: ReadProgress(make(), bar)
         args = (parsed_args.account, parsed_args.dest,
                 parsed_args.consumer, parsed_args.lease)
-        if parsed_args.show:
-            action = _call(accounts.move_action, *args)
-        else:
-            action = _call(accounts.move, *args,
-                           if_match=parsed_args.if_match)
+        try:
+            if parsed_args.show:
+                action = _call(accounts.move_action, *args)
+            else:
+                action = _call(accounts.move, *args,
+                               if_match=parsed_args.if_match)
+        finally:
+            if bar is not None:
+                bar.close()
+        if not parsed_args.show:
             self.app.stderr.write(
                 'Moved %d consumer(s) and %d lease(s) from %s to %s\n'
                 % (len(action.consumers), len(action.leases),

@@ -23,6 +23,9 @@ cannot be reached) -- then with one line ``placement-quota: ...`` on
 stderr and no traceback (``--debug`` logs it).
 """
 
+import re
+import shlex
+
 from cliff import command as cliff_command
 from keystoneauth1 import exceptions as ks_exceptions
 from oslo_config import cfg
@@ -31,6 +34,8 @@ from oslo_log import log as logging
 from placement_quota.accounts import errors as account_errors
 from placement_quota.cmd import main
 from placement_quota.identity import projects as identity_projects
+from placement_quota import lease as lease_model
+from placement_quota import lease_errors
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources
 from placement_quota.placement import client as placement_client
@@ -56,6 +61,33 @@ LEDGER_EPILOG = (
     '$XDG_STATE_HOME/placement-quota; a SQLite file set there must be in '
     'an existing directory). ')
 VERBOSE_EPILOG = '-v logs which were used.'
+
+#: The forms a date option takes, for its help.
+DATE_FORMS = ('YYYY-MM-DD (its 00:00 UTC), "YYYY-MM-DD HH:MM" (UTC) or '
+              'ISO 8601 with an offset')
+_BARE_DATE = re.compile(r'^\d{4}-\d{2}-\d{2}$')
+
+
+def parse_date(value, option):
+    """The naive UTC datetime of the date option ``option`` (``--start``,
+    ``--end``, ``--before``), or None when it is not given.
+
+    A bare ``YYYY-MM-DD`` is its midnight UTC; otherwise the forms of a
+    lease date (:func:`placement_quota.lease.parse_date`). A bad value
+    stops the command with exit status 2, naming the option and the
+    value."""
+    if value is None:
+        return None
+    text = value.strip()
+    if _BARE_DATE.match(text):
+        text += ' 00:00'
+    try:
+        return lease_model.parse_date(text, option, bounded=True)
+    except lease_errors.PayloadError as exc:
+        reason = exc.reason
+        if reason.startswith('is not a date in the form'):
+            reason = 'is not a date: give %s' % DATE_FORMS
+        main.fail('%s %s: %s' % (option, lease_errors.show(value), reason))
 
 
 def services(command):
@@ -93,10 +125,57 @@ def apply_backend_arguments(command, parsed_args):
                                           group='placement')
 
 
+def account_message(exc):
+    """The one line of an account error; a deleted account's names the
+    command that brings it back."""
+    if isinstance(exc, account_errors.Gone):
+        account_id = exc.body.get('value')
+        return ('Account %r was deleted at %s; it can be recovered until '
+                '%s; restore it with: placement-quota account recover %s'
+                % (account_id, exc.body.get('deleted_at'),
+                   exc.body.get('recoverable_until'),
+                   shlex.quote(account_id)))
+    return exc.message
+
+
+def progress(stream, quiet=False):
+    """A :class:`ProgressBar` on ``stream`` when it is a terminal and
+    ``quiet`` is not set, else None."""
+    isatty = getattr(stream, 'isatty', None)
+    if quiet or isatty is None or not isatty():
+        return None
+    return ProgressBar(stream)
+
+
+class ProgressBar:
+    """A one-line textual progress bar redrawn in place on a terminal:
+    ``label [#####.....] done/total``. Callable as ``bar(label, done,
+    total)``; :meth:`close` ends the line."""
+
+    WIDTH = 30
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.drawn = False
+
+    def __call__(self, label, done, total):
+        filled = self.WIDTH * done // total if total else self.WIDTH
+        self.stream.write('\r%s [%s%s] %d/%d' % (
+            label, '#' * filled, '.' * (self.WIDTH - filled), done, total))
+        self.stream.flush()
+        self.drawn = True
+
+    def close(self):
+        if self.drawn:
+            self.stream.write('\n')
+            self.stream.flush()
+            self.drawn = False
+
+
 def failure_message(exc):
     """The one line saying why a command could not answer."""
     if isinstance(exc, account_errors.AccountError):
-        return exc.message
+        return account_message(exc)
     if isinstance(exc, (placement_client.PlacementError,
                         ledger_errors.LedgerError, readers.BlazarError)):
         return str(exc)

@@ -24,7 +24,6 @@ from oslo_log import log as logging
 from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.conf import ledger as ledger_conf
-from placement_quota import lease as lease_model
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
 from placement_quota.ledger import store
@@ -48,15 +47,6 @@ def open_ledger(conf, migrate=None):
                             connect_timeout=group.connect_timeout,
                             statement_timeout=group.statement_timeout)
     except ledger_errors.LedgerError as exc:
-        main.fail(str(exc))
-
-
-def _date(value, option):
-    if value is None:
-        return None
-    try:
-        return lease_model.parse_date(value, option, bounded=True)
-    except lease_model.PayloadError as exc:
         main.fail(str(exc))
 
 
@@ -87,11 +77,15 @@ class CreditsAdd(common.Guarded, show.ShowOne):
         parser.add_argument('project', help='Project ID.')
         parser.add_argument('--amount', required=True, type=float,
                             help='Credits of the allocation (> 0).')
-        parser.add_argument('--start', help='First moment of the allocation '
-                                            '(UTC date); default: open.')
-        parser.add_argument('--end', help='End of the allocation (UTC '
-                                          'date); no lease may end after '
-                                          'it. Default: open.')
+        parser.add_argument(
+            '--start', metavar='DATE',
+            help='First moment of the allocation: %s. Default: open.'
+            % common.DATE_FORMS)
+        parser.add_argument(
+            '--end', metavar='DATE',
+            help='End of the allocation, in the same forms (a bare date '
+                 'means its 00:00 UTC, so the allocation ends as that day '
+                 'begins); no lease may end after it. Default: open.')
         return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
@@ -100,8 +94,8 @@ class CreditsAdd(common.Guarded, show.ShowOne):
                       % parsed_args.amount)
         if not parsed_args.project.strip():
             main.fail('project must not be empty')
-        start = _date(parsed_args.start, '--start')
-        end = _date(parsed_args.end, '--end')
+        start = common.parse_date(parsed_args.start, '--start')
+        end = common.parse_date(parsed_args.end, '--end')
         if start and end and end <= start:
             main.fail('--end (%s) must be after --start (%s)'
                       % (parsed_args.end, parsed_args.start))
@@ -143,6 +137,13 @@ class CreditsList(common.Guarded, lister.Lister):
                     store.from_micro(allocation.amount - spent),
                     _iso(allocation.start_date), _iso(allocation.end_date)))
         ledger.dispose()
+        if not rows:
+            # As reconcile says "No drift": an empty answer said in words,
+            # on stderr (stdout keeps the formatter's empty list).
+            self.app.stderr.write(
+                'Project %s has no credit allocation; "placement-quota '
+                'credits add %s --amount N" gives it one.\n'
+                % (parsed_args.project, parsed_args.project))
         return (('ID', 'Amount', 'Spent', 'Remaining', 'Start', 'End'),
                 rows)
 
@@ -196,16 +197,21 @@ class UsageShow(common.Guarded, show.ShowOne):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('project', help='Project ID.')
-        parser.add_argument('--start', help='Window start for the peak '
-                                            '(UTC date); default: now.')
-        parser.add_argument('--end', help='Window end (UTC date); default: '
-                                          'the end of the last lease.')
+        parser.add_argument(
+            '--start', metavar='DATE',
+            help='Window start for the peak: %s. Default: now.'
+            % common.DATE_FORMS)
+        parser.add_argument(
+            '--end', metavar='DATE',
+            help='Window end, in the same forms (a bare date means its '
+                 '00:00 UTC: the window stops as that day begins). '
+                 'Default: the end of the last lease.')
         return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
         ledger = open_ledger(main.config(self))
-        start = _date(parsed_args.start, '--start')
-        end = _date(parsed_args.end, '--end')
+        start = common.parse_date(parsed_args.start, '--start')
+        end = common.parse_date(parsed_args.end, '--end')
         with ledger.transaction() as txn:
             start = start or txn.now
             if end is not None and end <= start:

@@ -25,19 +25,15 @@ LOG = logging.getLogger(__name__)
 
 
 class Listen(common.Guarded, command.Command):
-    """Follow Blazar's lease notifications (lease.create, lease.update,
-    lease.delete, lease.event.*) into the ledger; runs until stopped.
+    """Follow Blazar's lease notifications into the ledger.
 
-    Blazar publishes them when blazar.conf has::
-
-        [oslo_messaging_notifications]
-        driver = messagingv2
-        transport_url = rabbit://USER:PASSWORD@HOST:5672/
-
-    and this command reads the same broker (``[lifecycle] transport_url``
-    of placement-quota.conf, or its ``[oslo_messaging_notifications]`` or
-    ``[DEFAULT] transport_url``) through a queue of its own (``[lifecycle]
-    pool``).
+    It reads lease.create, lease.update, lease.delete and lease.event.*,
+    and runs until stopped. Blazar publishes them when blazar.conf sets
+    [oslo_messaging_notifications] driver = messagingv2 and a
+    transport_url (rabbit://USER:PASSWORD@HOST:5672/). This command reads
+    the same broker ([lifecycle] transport_url of placement-quota.conf, or
+    its [oslo_messaging_notifications] or [DEFAULT] transport_url) through
+    a queue of its own ([lifecycle] pool).
     """
 
     def take_action(self, parsed_args):

@@ -37,8 +37,10 @@ DRIFT = 1
 
 
 class Reconcile(common.Guarded, lister.Lister):
-    """Find drift between reservations and Placement; --fix repairs the
-    safe part."""
+    """Find drift between reservations and Placement.
+
+    With --fix, the safe part of it is repaired.
+    """
 
     #: The openstack shell needs no Keystone for it (see
     #: placement_quota.osc.plugin: Placement uses its session on demand).

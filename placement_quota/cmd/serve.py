@@ -109,14 +109,12 @@ def _warn(message):
 
 
 class Serve(common.Guarded, command.Command):
-    """Run the enforcement service (Blazar's "Flexible Reservation Usage
-    Enforcement" spec) on a threaded WSGI server.
+    """Run the enforcement service on a threaded WSGI server.
 
-    Stock Blazar reaches it with, in blazar.conf::
-
-        [enforcement]
-        enabled_filters = ExternalServiceFilter
-        external_service_base_endpoint = http://HOST:PORT/v1/
+    The service is the external service of Blazar's "Flexible Reservation
+    Usage Enforcement" spec. Stock Blazar reaches it when blazar.conf sets,
+    in [enforcement], enabled_filters = ExternalServiceFilter and
+    external_service_base_endpoint = http://HOST:PORT/v1/.
 
     Without a Placement in [placement] it runs on the embedded one (real
     Placement code on SQLite in [placement] embedded_state_dir), and says

@@ -170,10 +170,10 @@ _SUFFIXES = {'.png': 'png', '.dot': 'dot', '.gv': 'dot'}
 
 
 class TreeShow(common.Guarded, command.Command):
-    """Draw a project's tree in the notation of Keystone's "Strict Two-Level
-    Limits Enforcement Model".
+    """Draw a project's tree with its limits and usage.
 
-    "A (l=20, u=4)": l the limit, u the project's own usage; a child
+    The notation is that of Keystone's "Strict Two-Level Limits Enforcement
+    Model". "A (l=20, u=4)": l the limit, u the project's own usage; a child
     without l= has the registered default. The root's line adds the usage
     of the whole tree ("tree u=20/20"); "<--" marks PROJECT and "!" what
     breaks a rule. Text by default; DOT, or a PNG drawn by Graphviz, with
