@@ -16,7 +16,8 @@ From the outside in: oslo.middleware's ``http_proxy_to_wsgi`` when
 (``X-OpenStack-Request-Id``, on every answer, errors included), a fault
 barrier (no traceback ever reaches a client), ``/healthcheck``
 (oslo.middleware's, checking the ledger and Placement:
-:mod:`placement_quota.healthcheck`), then the routers. The version
+:mod:`placement_quota.healthcheck`) and ``/metrics`` (Prometheus:
+:mod:`placement_quota.metrics`), then the routers. The version
 documents are public; the enforcement endpoints sit behind
 keystonemiddleware and a service-role check when ``[api] auth_strategy =
 keystone``.
@@ -35,6 +36,7 @@ from placement_quota.api import enforcement
 from placement_quota.api import util
 from placement_quota.conf import api as api_conf
 from placement_quota import healthcheck as pq_healthcheck
+from placement_quota import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -196,8 +198,12 @@ def make_app(conf, chain):
         util.check_keystone_authtoken(conf)
     apps = dict.fromkeys(documents, public)
     apps['/healthcheck'] = pq_healthcheck.for_chain(conf, chain)
-    return behind_proxy(conf, RequestId(FaultBarrier(
-        Dispatcher(apps, protected))))
+    dispatcher = Dispatcher(apps, protected)
+    if conf.api.metrics:
+        apps['/metrics'] = metrics.metrics_app
+        dispatcher = metrics.RequestMetrics(
+            dispatcher, list(apps) + list(enforcement_routes(chain, 0)))
+    return behind_proxy(conf, RequestId(FaultBarrier(dispatcher)))
 
 
 def behind_proxy(conf, app):

@@ -30,6 +30,7 @@ from placement_quota.api import util
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota import lease as lease_model
+from placement_quota import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -60,26 +61,39 @@ class Enforcement:
         self.max_body_size = max_body_size
 
     def __call__(self, req, kind):
-        body = util.read_json_body(req, self.max_body_size)
         try:
+            body = util.read_json_body(req, self.max_body_size)
             request = lease_model.parse_body(kind, body)
         except lease_model.PayloadError as exc:
+            _decided(kind, 'invalid')
             raise util.HTTPError(400, str(exc), **_extra(exc))
+        except util.HTTPError:
+            _decided(kind, 'invalid')
+            raise
         try:
             self.chain.run(request)
         except base.EnforcementDenied as denial:
+            _decided(kind, 'deny', denial.filter_name)
             raise util.HTTPError(403, str(denial), filter=denial.filter_name)
         except lease_model.PayloadError as exc:
+            _decided(kind, 'invalid')
             raise util.HTTPError(400, str(exc), **_extra(exc))
         except chain_mod.ServiceUnavailable as exc:
+            _decided(kind, 'unavailable')
             raise util.HTTPError(503, str(exc))
         except chain_mod.FilterError as exc:
+            _decided(kind, 'error', exc.filter_name)
             raise util.HTTPError(
                 500, 'Enforcement filter %s failed; the service log has the '
                 'details (request %s).' % (exc.filter_name,
                                            _request_id(req)),
                 filter=exc.filter_name)
+        _decided(kind, 'allow')
         return util.no_content()
+
+
+def _decided(kind, outcome, filter_name=None):
+    metrics.DECISIONS.labels(kind, outcome, filter_name or '').inc()
 
 
 def _extra(exc):

@@ -46,6 +46,7 @@ from placement_quota.compute import flavor_rules
 from placement_quota.compute import quotas
 from placement_quota.conf import _util
 from placement_quota.conf import nova as nova_conf
+from placement_quota import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -159,6 +160,17 @@ class FlavorReader:
         return Prefetched({i: self.get(i) for i in sorted(set(flavor_ids))})
 
     def _read(self, flavor_id):
+        outcome = 'error'
+        started = time.perf_counter()
+        try:
+            found = self._read_flavor(flavor_id)
+            outcome = 'ok'
+            return found
+        finally:
+            metrics.NOVA_SECONDS.labels('flavor', outcome).observe(
+                time.perf_counter() - started)
+
+    def _read_flavor(self, flavor_id):
         self.reads += 1
         where = 'GET /flavors/%s of %s' % (flavor_id, self.description)
         try:

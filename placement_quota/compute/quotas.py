@@ -17,6 +17,7 @@ not imported: this runs in the enforcement service, which does not need
 Nova installed.
 """
 
+import time
 from urllib import parse
 
 from keystoneauth1 import adapter as ks_adapter
@@ -27,6 +28,7 @@ from oslo_log import log as logging
 
 from placement_quota.conf import _util
 from placement_quota.conf import nova as nova_conf
+from placement_quota import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -135,6 +137,17 @@ class LegacyQuotas:
 
     def limits_and_usage(self, project_id):
         """``{quota name: (limit, in use + reserved)}`` of a project."""
+        outcome = 'error'
+        started = time.perf_counter()
+        try:
+            found = self._limits_and_usage(project_id)
+            outcome = 'ok'
+            return found
+        finally:
+            metrics.NOVA_SECONDS.labels('quota_set', outcome).observe(
+                time.perf_counter() - started)
+
+    def _limits_and_usage(self, project_id):
         url = '/os-quota-sets/%s/detail' % parse.quote(project_id, safe='')
         self.calls += 1
         try:

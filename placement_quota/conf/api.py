@@ -66,6 +66,13 @@ opts = [
         help='The listen backlog, and how many complete requests may wait '
              'for a free thread; beyond it a request is answered 503 at '
              'once instead of waiting.'),
+    cfg.BoolOpt(
+        'metrics', default=True,
+        help='Serve GET /metrics (Prometheus text format, no token '
+             'needed): decisions by filter and outcome, request latency, '
+             'Placement and Nova calls, ledger admissions and lock waits. '
+             'With several worker processes set PROMETHEUS_MULTIPROC_DIR '
+             '(see the metrics guide). Off: /metrics is a 404.'),
     cfg.IntOpt(
         'max_request_body_size', default=1048576, min=1024,
         help='Largest request body accepted, in bytes; a larger one is '

@@ -77,6 +77,15 @@ opts = [
         'settle_interval', default=60, min=1,
         help='Seconds between two passes that abandon the entries older '
              'than pending_timeout (see above).'),
+    cfg.PortOpt(
+        'metrics_port', default=0,
+        help='The port on which placement-quota listen serves /metrics '
+             '(Prometheus text format: events by type and result, errors, '
+             'lag behind Blazar, time of the last event). 0 (the '
+             'default): no metrics server.'),
+    cfg.HostAddressOpt(
+        'metrics_host', default='127.0.0.1',
+        help='The address the listener\'s metrics server binds to.'),
 ]
 
 

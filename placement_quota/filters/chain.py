@@ -54,6 +54,7 @@ from placement_quota.identity import projects
 from placement_quota import lease as lease_model
 from placement_quota.ledger import admission as admission_mod
 from placement_quota.ledger import errors as ledger_errors
+from placement_quota import metrics
 from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod
 
@@ -488,10 +489,15 @@ class FilterChain:
                         first.ledger, kind, context, lease, current_lease,
                         locks, host_resources, prepared, flavors) as adm:
                     yield adm
-        except (base.EnforcementDenied, FilterError, ServiceUnavailable,
-                lease_model.PayloadError):
+            metrics.ADMISSIONS.labels('recorded').inc()
+        except (base.EnforcementDenied, lease_model.PayloadError):
+            metrics.ADMISSIONS.labels('denied').inc()
+            raise
+        except (FilterError, ServiceUnavailable):
+            metrics.ADMISSIONS.labels('failed').inc()
             raise
         except Exception as exc:
+            metrics.ADMISSIONS.labels('failed').inc()
             message = outage(exc, first.ledger)
             if message is not None:
                 LOG.error('Gave %s of project %s up: %s', kind,

@@ -51,6 +51,7 @@ chain's.
 
 import contextlib
 import contextvars
+import time
 
 from oslo_log import log as logging
 
@@ -61,6 +62,7 @@ from placement_quota.ledger import models
 from placement_quota.ledger import store
 from placement_quota.ledger import transitions
 from placement_quota.ledger import window
+from placement_quota import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -308,7 +310,9 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
     if existing is not None:
         yield existing
         return
+    started = time.perf_counter()
     with ledger.transaction([context.project_id] + list(locks)) as txn:
+        metrics.LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
         adm = Admission(txn, kind, context, lease, current_lease,
                         host_resources, prepared, flavors)
         token = _CURRENT.set(adm)

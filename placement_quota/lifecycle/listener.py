@@ -65,6 +65,7 @@ from oslo_utils import timeutils
 
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.lifecycle import events
+from placement_quota import metrics
 
 LOG = logging.getLogger(__name__)
 
@@ -127,7 +128,10 @@ class LeaseEndpoint:
             if self.newest is None or timestamp > self.newest:
                 self.newest = timestamp
 
-    def _count(self, outcome):
+    def _count(self, outcome, event_type=''):
+        metrics.EVENTS.labels(
+            event_type if event_type in events.EVENT_TYPES else 'other',
+            outcome).inc()
         with self._lock:
             self.counts[outcome] += 1
             if outcome == 'requeued':
@@ -153,12 +157,12 @@ class LeaseEndpoint:
             result = events.handle(self.ledger, event_type, payload,
                                    timestamp)
         except events.Malformed as exc:
-            self._count('malformed')
+            self._count('malformed', event_type)
             LOG.warning('Dropped %s (message %s from %s): %s', event_type,
                         message_id, publisher_id, exc)
             return oslo_messaging.NotificationResult.HANDLED
         except ledger_errors.LedgerUnavailable as exc:
-            failures = self._count('requeued')
+            failures = self._count('requeued', event_type)
             delay = min(self.requeue_delay * 2 ** (failures - 1),
                         self.requeue_delay_max)
             LOG.warning('The ledger is unavailable; %s (message %s) goes '
@@ -167,13 +171,17 @@ class LeaseEndpoint:
             time.sleep(delay)
             return oslo_messaging.NotificationResult.REQUEUE
         except Exception:
-            self._count('failed')
+            self._count('failed', event_type)
             LOG.exception('%s (message %s from %s) could not be applied; '
                           'it is dropped, not retried (placement-quota '
                           'reconcile reports the drift). Payload: %.500r',
                           event_type, message_id, publisher_id, payload)
             return oslo_messaging.NotificationResult.HANDLED
-        self._count('handled')
+        self._count('handled', event_type)
+        metrics.LAST_EVENT.set(time.time())
+        metrics.LAG_SECONDS.observe(max(0.0, (
+            timeutils.utcnow(with_timezone=False) - timestamp
+        ).total_seconds()))
         lease_id = payload.get('lease_id') if isinstance(payload, dict) \
             else None
         LOG.info('%s of lease %s: %s', event_type, lease_id, result)
@@ -306,6 +314,12 @@ def run(conf, services, ready=None, on_ready=None):
                 for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         listener.start()
+        group = conf.lifecycle
+        if group.metrics_port:
+            server = metrics.serve_metrics(group.metrics_port,
+                                           group.metrics_host)
+            LOG.info('Metrics on http://%s:%d/metrics', group.metrics_host,
+                     server.server_port)
         if on_ready is not None:
             on_ready(listener)
         if ready is not None:

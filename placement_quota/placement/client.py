@@ -29,6 +29,7 @@ import contextlib
 import contextvars
 import re
 import threading
+import time
 
 from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import exceptions as ks_exceptions
@@ -38,6 +39,7 @@ from oslo_log import log as logging
 import tenacity
 
 from placement_quota.conf import placement as placement_conf
+from placement_quota import metrics
 from placement_quota.placement import embedded
 
 LOG = logging.getLogger(__name__)
@@ -460,9 +462,14 @@ class PlacementClient:
             kwargs['microversion'] = version_string(version)
         with self._calls_lock:
             self.calls += 1
+        outcome = 'unreachable'
+        started = time.perf_counter()
         try:
-            return self._adapter.request(url, method, json=json,
-                                         headers=headers, **kwargs)
+            response = self._adapter.request(url, method, json=json,
+                                             headers=headers, **kwargs)
+            outcome = ('ok' if response.status_code < 400 else
+                       metrics.status_class(response.status_code))
+            return response
         except ks_exceptions.ConnectTimeout as exc:
             # A read timeout too: keystoneauth raises ConnectTimeout for
             # any requests Timeout.
@@ -471,7 +478,11 @@ class PlacementClient:
         except ks_exceptions.ConnectionError as exc:
             raise Unreachable(str(exc), method, url, where=self.description)
         except ks_exceptions.ClientException as exc:
+            outcome = 'auth'
             raise AuthFailure(str(exc), method, url)
+        finally:
+            metrics.PLACEMENT_SECONDS.labels(method, outcome).observe(
+                time.perf_counter() - started)
 
     def get(self, url, **kwargs):
         return self.request('GET', url, **kwargs).json()

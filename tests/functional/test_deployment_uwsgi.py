@@ -48,18 +48,20 @@ auth_strategy = noauth
 class UWSGIServer:
     """``uwsgi`` serving ``module``'s ``application`` on a free port."""
 
-    def __init__(self, module, directory, config):
+    def __init__(self, module, directory, config, env=None,
+                 request_log=False, threads=2, args=()):
         self.port = process.free_port('127.0.0.1')
         self.url = 'http://127.0.0.1:%d' % self.port
         self.log = os.path.join(directory, '%s.log' % module)
-        env = dict(os.environ, PLACEMENT_QUOTA_CONFIG_FILES=config)
+        env = dict(os.environ, PLACEMENT_QUOTA_CONFIG_FILES=config,
+                   **(env or {}))
         with open(self.log, 'ab') as log:
             self.process = subprocess.Popen(
                 [UWSGI, '--http-socket', '127.0.0.1:%d' % self.port,
                  '--module', '%s:application' % module,
-                 '--master', '--processes', '2', '--threads', '2',
-                 '--need-app', '--die-on-term', '--lazy-apps',
-                 '--disable-logging'],
+                 '--master', '--processes', '2', '--threads', str(threads),
+                 '--need-app', '--die-on-term', '--lazy-apps'] +
+                ([] if request_log else ['--disable-logging']) + list(args),
                 env=env, cwd=directory, stdin=subprocess.DEVNULL,
                 stdout=log, stderr=subprocess.STDOUT)
         process.wait_until_answers(self.process, self.url + '/healthcheck',
@@ -67,6 +69,17 @@ class UWSGIServer:
 
     def stop(self):
         process.stop(self.process)
+
+    def workers_answering(self, path):
+        """``{worker pid: requests of path}`` from uWSGI's request log
+        (``request_log=True``)."""
+        counts = {}
+        with open(self.log, errors='replace') as log:
+            for line in log:
+                if line.startswith('[pid: ') and ' %s ' % path in line:
+                    pid = int(line[len('[pid: '):].split('|')[0])
+                    counts[pid] = counts.get(pid, 0) + 1
+        return counts
 
 
 class TestEnforcementUnderUWSGI(testtools.TestCase):
