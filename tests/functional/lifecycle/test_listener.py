@@ -24,6 +24,8 @@ import uuid
 
 import amqp
 import oslo_messaging
+from prometheus_client import parser as prometheus_parser
+import requests
 import testtools
 
 from placement_quota.ledger import models
@@ -31,6 +33,7 @@ from placement_quota.lifecycle import listener as listener_mod
 from tests.builders import day
 from tests.builders import hosts
 from tests.builders import lease
+from tests.fixtures import process as process_fixture
 from tests.fixtures import rabbitmq
 from tests.functional.lifecycle import base
 
@@ -223,16 +226,20 @@ class TestBrokerRestart(base.ListenerTestCase):
         self.wait_for_entry(lambda e: e.lease_id == lease_id, 'binding')
 
 
-class TestListenCommand(base.ListenerTestCase):
+class ListenCommandTestCase(base.ListenerTestCase):
+    """``placement-quota listen`` as a process of its own."""
 
-    def test_listen_handles_notifications_and_stops_on_sigterm(self):
+    def start_command(self, extra=''):
+        """Start ``placement-quota listen`` on the test's ledger and broker
+        (plus ``extra`` configuration); wait until it listens; return the
+        process and the list its stderr lines go to."""
         config = os.path.join(self.tmp, 'placement-quota.conf')
         with open(config, 'w') as f:
             f.write('[DEFAULT]\nuse_stderr = true\n\n'
                     '[ledger]\nconnection = sqlite:///%s\n\n'
-                    '[lifecycle]\ntransport_url = %s\n'
+                    '[lifecycle]\ntransport_url = %s\n%s'
                     % (os.path.join(self.tmp, 'ledger.sqlite'),
-                       self.broker.transport_url))
+                       self.broker.transport_url, extra))
         home = os.path.join(self.tmp, 'home')
         os.mkdir(home)
         env = dict(os.environ, HOME=home,
@@ -249,23 +256,23 @@ class TestListenCommand(base.ListenerTestCase):
         reader = threading.Thread(
             target=lambda: stderr.extend(process.stderr), daemon=True)
         reader.start()
+        self.addCleanup(reader.join, 5)
         line = process.stdout.readline()
         self.assertIn('listening to Blazar\'s lease notifications', line,
                       ''.join(stderr))
         base.wait_for_queue(self.broker.transport_url, 'placement-quota')
+        return process, stderr
 
+    def create_and_bind(self):
+        """check-create a lease, send its lease.create, wait until the
+        entry is bound; return the lease ID."""
         body = lease(day(2), day(3), hosts('a'))
         self.check_create(body)
         lease_id = _lease_id()
         self.notify('lease.create',
                     base.blazar_payload(body, lease_id, self.project))
         self.wait_for_entry(lambda e: e.lease_id == lease_id, 'binding')
-
-        process.send_signal(signal.SIGTERM)
-        self.assertEqual(0, process.wait(base.TIMEOUT), ''.join(stderr))
-        reader.join(5)
-        self.assertIn('Stopped; notifications: 0 failed, 1 handled',
-                      ''.join(stderr))
+        return lease_id
 
     @staticmethod
     def _kill(process):
@@ -274,6 +281,39 @@ class TestListenCommand(base.ListenerTestCase):
             process.wait()
         process.stdout.close()
         process.stderr.close()
+
+
+class TestListenCommand(ListenCommandTestCase):
+
+    def test_listen_handles_notifications_and_stops_on_sigterm(self):
+        process, stderr = self.start_command()
+        self.create_and_bind()
+
+        process.send_signal(signal.SIGTERM)
+        self.assertEqual(0, process.wait(base.TIMEOUT), ''.join(stderr))
+        base.wait_until(lambda: 'Stopped;' in ''.join(stderr), 5,
+                        'the summary line')
+        self.assertIn('Stopped; notifications: 0 failed, 1 handled',
+                      ''.join(stderr))
+
+    def test_metrics_port_counts_the_events_handled(self):
+        port = process_fixture.free_port('127.0.0.1')
+        self.start_command('metrics_port = %d\n' % port)
+        self.create_and_bind()
+
+        text = requests.get('http://127.0.0.1:%d/metrics' % port,
+                            timeout=10).text
+        found = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                 for f in prometheus_parser.text_string_to_metric_families(
+                     text) for s in f.samples}
+        self.assertEqual(1.0, found[(
+            'placement_quota_lifecycle_events_total',
+            (('event_type', 'lease.create'), ('result', 'handled')))])
+        self.assertEqual(1.0, found[(
+            'placement_quota_lifecycle_lag_seconds_count', ())])
+        self.assertGreater(found[(
+            'placement_quota_lifecycle_last_event_timestamp_seconds', ())],
+            0)
 
 
 class TestParseTimestamp(testtools.TestCase):
