@@ -232,6 +232,48 @@ class TestServe(CLITestCase):
                               r'denied')
         self.assertIn(' DEBUG ', log)
 
+    def test_serve_with_use_json_logs_one_json_object_a_line(self):
+        log = self.logged_denial('use_json = true')
+        records = [json.loads(line) for line in log.splitlines() if line]
+        denials = [r for r in records
+                   if 'MaximumReservationLengthFilter denied' in r['message']]
+        self.assertEqual(1, len(denials), records)
+        self.assertEqual('INFO', denials[0]['levelname'])
+        self.assertEqual('placement_quota.filters.chain', denials[0]['name'])
+
+    def test_serve_routes_its_loggers_with_log_config_append(self):
+        directory = self.useFixture(fixtures.TempDir()).path
+        routed = os.path.join(directory, 'decisions.log')
+        ini = os.path.join(directory, 'logging.ini')
+        with open(ini, 'w') as f:
+            f.write('[loggers]\nkeys = root, chain\n'
+                    '[handlers]\nkeys = null, decisions\n'
+                    '[formatters]\nkeys = plain\n'
+                    '[logger_root]\nlevel = WARNING\nhandlers = null\n'
+                    '[logger_chain]\nlevel = INFO\nhandlers = decisions\n'
+                    'qualname = placement_quota.filters.chain\n'
+                    'propagate = 0\n'
+                    '[handler_null]\nclass = logging.NullHandler\n'
+                    'args = ()\n'
+                    '[handler_decisions]\nclass = FileHandler\n'
+                    'args = (%r,)\nformatter = plain\n'
+                    '[formatter_plain]\nformat = %%(levelname)s '
+                    '%%(name)s %%(message)s\n' % routed)
+        config = self.config('[DEFAULT]\nlog_config_append = %s\n'
+                             '[enforcement]\nreservation_max_length = '
+                             '86400\n' % ini)
+        process, url = self.start(config=config)
+        requests.post(url + 'check-create', json=spec.check_create(),
+                      timeout=10)
+        process.send_signal(signal.SIGTERM)
+        process.wait(TIMEOUT)
+        with open(routed) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(1, len(lines), lines)
+        self.assertTrue(lines[0].startswith(
+            'INFO placement_quota.filters.chain '
+            'MaximumReservationLengthFilter denied'), lines)
+
     def test_serve_stops_cleanly_on_sigterm(self):
         process, _ = self.start()
         process.send_signal(signal.SIGTERM)
