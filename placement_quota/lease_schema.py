@@ -297,7 +297,14 @@ def check(validator, instance, field):
     """Raise :class:`PayloadError` naming the first field of ``instance``
     (the value found at ``field``) that ``validator`` refuses."""
     try:
-        errors = list(validator.iter_errors(instance))
+        validator.fast(instance)
+        return   # valid: the common case, one compiled call
+    except fastjsonschema.JsonSchemaException:
+        pass
+    except RecursionError:
+        raise PayloadError(field, 'is nested too deeply', has_value=False)
+    try:
+        errors = list(validator.full.iter_errors(instance))
     except RecursionError:
         raise PayloadError(field, 'is nested too deeply', has_value=False)
     if not errors:
@@ -345,11 +352,16 @@ _REASONS = {
 _UNSTORABLE = re.compile('[\x00\ud800-\udfff]')
 
 
-def check_document(document, limit=MAX_DEPTH, strings=True):
+def check_document(document, limit=MAX_DEPTH, strings=True, text=None):
     """Refuse documents nested deeper than ``limit`` (without recursion:
     validating or printing a deeper one could exhaust Python's stack), and
     (with ``strings``) strings, keys included, that the ledger cannot
-    store."""
+    store. ``text``, the JSON ``document`` was decoded from, lets a
+    document with no more than ``limit`` brackets in all skip the walk (it
+    cannot nest deeper) when there are no strings to look into."""
+    if (not strings and text is not None
+            and text.count('{') + text.count('[') <= limit):
+        return
     # (value, depth, parent entry, key): the path is spelled on error only.
     stack = [(document, 1, None, None)]
     while stack:

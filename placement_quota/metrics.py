@@ -86,6 +86,19 @@ LAST_EVENT = prometheus_client.Gauge(
     multiprocess_mode='max')
 
 
+_CHILDREN = {}
+
+
+def counted(metric, *labels):
+    """``metric.labels(*labels)``, kept: prometheus_client looks a
+    child up under a lock and checks its labels on every call."""
+    key = (metric, labels)
+    child = _CHILDREN.get(key)
+    if child is None:
+        child = _CHILDREN[key] = metric.labels(*labels)
+    return child
+
+
 def multiprocess_dir():
     """The multiprocess directory, or None in single-process mode."""
     return os.environ.get(MULTIPROC_VARIABLE) or None
@@ -154,9 +167,9 @@ class RequestMetrics:
         try:
             return self.app(environ, start)
         finally:
-            REQUEST_SECONDS.labels(
-                route, status_class(seen[0]) if seen else '5xx').observe(
-                    time.perf_counter() - started)
+            counted(REQUEST_SECONDS, route,
+                    status_class(seen[0]) if seen else '5xx').observe(
+                        time.perf_counter() - started)
 
 
 def serve_metrics(port, host='127.0.0.1'):

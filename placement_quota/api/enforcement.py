@@ -93,7 +93,7 @@ class Enforcement:
 
 
 def _decided(kind, outcome, filter_name=None):
-    metrics.DECISIONS.labels(kind, outcome, filter_name or '').inc()
+    metrics.counted(metrics.DECISIONS, kind, outcome, filter_name or '').inc()
 
 
 def _extra(exc):
