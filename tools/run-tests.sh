@@ -64,6 +64,30 @@ if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] \
     [ -n "$own_policy" ] && rm -f "$policy_rc_d"
 fi
 
+# MariaDB's server (mariadbd, mariadb-install-db) for the ledger tests on
+# MySQL/MariaDB: tests/fixtures/mariadb.py starts a private server of its
+# own on a unix socket, so the system service is never started: while the
+# package installs, a policy-rc.d that refuses every start (exit 101) is in
+# place, unless the machine already had one (then it is left alone).
+# Installed only when missing and apt-get is there; otherwise those tests
+# skip, saying why.
+if [ ! -x /usr/sbin/mariadbd ] && command -v apt-get >/dev/null 2>&1; then
+    echo "Installing the Debian package mariadb-server (for the MariaDB tests)..."
+    policy_rc_d=/usr/sbin/policy-rc.d
+    own_policy=
+    if [ ! -e "$policy_rc_d" ] \
+            && printf '#!/bin/sh\n# placement-quota tests: start no service\nexit 101\n' \
+                >"$policy_rc_d" 2>/dev/null; then
+        chmod 755 "$policy_rc_d" && own_policy=1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q mariadb-server >/dev/null 2>&1 \
+        || { apt-get update -q >/dev/null 2>&1 \
+             && apt-get install -y -q mariadb-server >/dev/null; } \
+        || echo "Could not install mariadb-server: the MariaDB tests will skip."
+    [ -n "$own_policy" ] && rm -f "$policy_rc_d"
+fi
+
 # stevedore caches entry points per user; a fresh cache per run keeps a
 # stale one (from an older checkout) out of the tests.
 cache=$(mktemp -d)

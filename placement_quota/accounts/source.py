@@ -27,6 +27,7 @@ import os
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from placement_quota.conf import ledger as ledger_conf
 from placement_quota.ledger import models
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
@@ -120,7 +121,7 @@ def ledger_if_present(conf):
     found = {}
 
     def get():
-        url = sa.engine.make_url(conf.ledger.connection)
+        url = sa.engine.make_url(ledger_conf.connection(conf).url)
         if url.get_backend_name() == 'sqlite' and url.database and \
                 url.database != ':memory:' and \
                 not os.path.exists(url.database):

@@ -23,7 +23,6 @@ from oslo_log import log as logging
 
 from placement_quota.cmd import common
 from placement_quota.cmd import main
-from placement_quota.conf import ledger as ledger_conf
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
 from placement_quota.ledger import store
@@ -33,19 +32,11 @@ LOG = logging.getLogger(__name__)
 
 
 def open_ledger(conf, migrate=None):
-    """The ledger of ``conf``; exit status 2 with the reason when it
-    cannot be opened."""
-    group = conf.ledger
-    missing = ledger_conf.missing_directory(group.connection)
-    if missing:
-        main.fail(missing)
-    LOG.info('Ledger: %s', ledger_conf.describe(conf))
+    """The ledger of ``conf`` (``[database] connection``, see
+    :meth:`~placement_quota.ledger.store.Ledger.from_conf`); exit status 2
+    with the reason when it cannot be opened."""
     try:
-        return store.Ledger(group.connection,
-                            lock_timeout=group.lock_timeout,
-                            migrate=migrate,
-                            connect_timeout=group.connect_timeout,
-                            statement_timeout=group.statement_timeout)
+        return store.Ledger.from_conf(conf, migrate=migrate)
     except ledger_errors.LedgerError as exc:
         main.fail(str(exc))
 

@@ -40,6 +40,7 @@ from oslo_upgradecheck import upgradecheck
 import sqlalchemy
 
 from placement_quota import conf as pq_conf
+from placement_quota.conf import ledger as ledger_conf
 from placement_quota.conf import placement as placement_conf
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
@@ -79,7 +80,7 @@ class Checks(upgradecheck.UpgradeCommands):
         self.conf = conf
 
     def _check_ledger(self):
-        url = self.conf.ledger.connection
+        url = ledger_conf.connection(self.conf).url
         path = _sqlite_file(url)
         if path is not None and not os.path.exists(path):
             return Result(Code.FAILURE, 'No ledger database at %s: run '

@@ -13,7 +13,10 @@
 timeouts: SQLite's pragmas and ``BEGIN IMMEDIATE``; PostgreSQL's
 connection options, a pre-ping with a deadline and the
 :class:`~placement_quota.ledger.deadlines.Watchdog` around every
-statement; database errors that mean "unavailable" raised as such.
+statement; MySQL and MariaDB through oslo.db's engine (its error
+translation and pre-ping) with session variables and socket timeouts;
+database errors that mean "unavailable" raised as such, deadlocks retried
+(:func:`retry_deadlocks`).
 
 Timeouts
 --------
@@ -28,15 +31,48 @@ does not answer at all (frozen) is given up by a client-side deadline of
 :class:`~placement_quota.ledger.errors.LedgerUnavailable`
 (:class:`~placement_quota.ledger.errors.LockTimeout` for a lock wait),
 which the enforcement API answers with 503.
+
+On MySQL and MariaDB, ``lock_timeout`` is each connection's
+``innodb_lock_wait_timeout`` (error 1205 raises
+:class:`~placement_quota.ledger.errors.LockTimeout`), ``statement_timeout``
+MariaDB's ``max_statement_time`` (MySQL has no limit for every statement:
+none is set there), ``connect_timeout`` PyMySQL's; PyMySQL's read and
+write timeouts of ``max(statement_timeout, lock_timeout) + 2`` seconds give
+a frozen server up (no watchdog is needed: the driver's socket has a
+timeout). Transactions run at ``READ COMMITTED``, as on PostgreSQL. A
+deadlock (1213, oslo.db's ``DBDeadlock``) while a transaction takes its
+locks is retried (:func:`retry_deadlocks`).
 """
 
+import contextlib
 import os
+import random
+import time
 
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import engines as db_engines
+from oslo_db.sqlalchemy import exc_filters as db_exc_filters
+from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from placement_quota.ledger import deadlines
 from placement_quota.ledger import errors
+
+LOG = logging.getLogger(__name__)
+
+#: The database backends of the MySQL family (SQLAlchemy's names).
+MYSQL = ('mysql', 'mariadb')
+#: MySQL error codes: a lock wait timed out, a deadlock, a statement ran
+#: past MariaDB's max_statement_time (or MySQL's max_execution_time).
+ER_LOCK_WAIT_TIMEOUT = 1205
+ER_LOCK_DEADLOCK = 1213
+ER_STATEMENT_TIMEOUT = (1969, 3024)
+#: How often a transaction whose locking deadlocked is tried in all.
+DEADLOCK_ATTEMPTS = 5
+#: oslo.db's exceptions (MySQL/MariaDB): any, and a deadlock.
+DBError = db_exc.DBError
+DBDeadlock = db_exc.DBDeadlock
 
 #: Seconds the client waits beyond the server's own timeouts before it
 #: gives a database that does not answer up.
@@ -136,21 +172,183 @@ def _unavailable(ctx, url, watchdog, statement_timeout):
     return None
 
 
+def _configure_mysql(engine, lock_timeout, statement_timeout):
+    """Session variables of every new MySQL/MariaDB connection."""
+
+    @sa.event.listens_for(engine, 'connect')
+    def _connect(dbapi_connection, record):
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute('SET SESSION innodb_lock_wait_timeout = %d'
+                           % lock_timeout)
+            cursor.execute('SET SESSION TRANSACTION ISOLATION LEVEL '
+                           'READ COMMITTED')
+            if statement_timeout and is_mariadb(dbapi_connection):
+                cursor.execute('SET SESSION max_statement_time = %d'
+                               % statement_timeout)
+        finally:
+            cursor.close()
+
+
+def is_mariadb(dbapi_connection):
+    """Whether a PyMySQL connection is to MariaDB (not MySQL)."""
+    return 'mariadb' in dbapi_connection.get_server_info().lower()
+
+
+def _mysql_code(exc):
+    """The MySQL error code of a driver error, or None."""
+    args = getattr(exc, 'args', None)
+    if args and isinstance(args[0], int):
+        return args[0]
+    return None
+
+
+def _unavailable_mysql(ctx, url, statement_timeout, deadline):
+    """What a MySQL/MariaDB error raises instead of what oslo.db would
+    make of it (or None: oslo.db's translation, which runs next)."""
+    if ctx.is_pre_ping:
+        return None
+    original = ctx.original_exception
+    code = _mysql_code(original)
+    if code == ER_LOCK_WAIT_TIMEOUT:
+        # oslo.db calls it a deadlock; it is a lock wait that took too
+        # long: the Ledger raises LockTimeout for it, naming the locks.
+        return ctx.sqlalchemy_exception
+    if code == ER_LOCK_DEADLOCK:
+        return None   # oslo.db's DBDeadlock: see retry_deadlocks
+    if code in ER_STATEMENT_TIMEOUT:
+        return errors.LedgerUnavailable(
+            'A statement on the ledger database at %s ran longer than '
+            '[ledger] statement_timeout (%d seconds) and was cancelled; '
+            'try again later.' % (url, statement_timeout))
+    if not isinstance(ctx.sqlalchemy_exception, sa_exc.OperationalError):
+        return None
+    if ctx.connection is None:
+        return errors.LedgerUnavailable(
+            'Cannot connect to the ledger database at %s: %s'
+            % (url, _first_line(original)))
+    if ctx.is_disconnect and deadline and 'timed out' in str(original):
+        # PyMySQL's read or write timeout: the server did not answer.
+        return errors.LedgerUnavailable(
+            'The ledger database at %s did not answer within %d seconds; '
+            'the request was given up (try again later).' % (url, deadline))
+    if ctx.is_disconnect:
+        return errors.LedgerUnavailable(
+            'Lost the connection to the ledger database at %s: %s'
+            % (url, _first_line(original)))
+    return None
+
+
+def _create_mysql_engine(parsed, lock_timeout, pool_size, connect_timeout,
+                         statement_timeout, database):
+    """oslo.db's engine for a MySQL/MariaDB URL: its error translation,
+    pre-ping and ``sql_mode``; ``database`` holds ``[database]`` pool
+    options (oslo.db's names)."""
+    query = dict(parsed.query)
+    args = {}
+    if 'connect_timeout' not in query:
+        args['connect_timeout'] = connect_timeout
+    deadline = statement_deadline(statement_timeout, lock_timeout)
+    if deadline:
+        for name in ('read_timeout', 'write_timeout'):
+            if name not in query:
+                args[name] = deadline
+    if 'charset' not in query:
+        args['charset'] = 'utf8mb4'
+    database = dict(database or {})
+    return db_engines.create_engine(
+        parsed.update_query_dict({k: str(v) for k, v in args.items()}),
+        mysql_sql_mode=database.pop('mysql_sql_mode', 'TRADITIONAL'),
+        max_pool_size=pool_size,
+        # The Ledger connects (and says why it cannot) itself.
+        max_retries=0, **database)
+
+
+@contextlib.contextmanager
+def unbounded(connection, statement_timeout):
+    """No statement timeout on ``connection`` inside the block (a
+    migration may take long): MariaDB's max_statement_time is lifted and
+    set back. (PostgreSQL: ``SET LOCAL`` in the migration's
+    transaction.)"""
+    mariadb = (connection.dialect.name in MYSQL and statement_timeout and
+               is_mariadb(connection.connection.dbapi_connection))
+    if not mariadb:
+        yield
+        return
+    connection.exec_driver_sql('SET SESSION max_statement_time = 0')
+    try:
+        yield
+    finally:
+        if not connection.invalidated:
+            connection.exec_driver_sql(
+                'SET SESSION max_statement_time = %d' % statement_timeout)
+
+
+def retry_deadlocks(begin, what='ledger transaction'):
+    """``begin()``, tried again (at most :data:`DEADLOCK_ATTEMPTS` times,
+    after a short random pause, logged) while it raises oslo.db's
+    ``DBDeadlock``: MySQL/MariaDB chose it as the victim of a deadlock
+    while it took its locks (two inserts of one new lock row can
+    deadlock, whatever their order). ``begin`` must leave nothing behind
+    when it raises. The last deadlock raises
+    :class:`~placement_quota.ledger.errors.LedgerUnavailable`."""
+    for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
+        try:
+            return begin()
+        except db_exc.DBDeadlock as exc:
+            if attempt == DEADLOCK_ATTEMPTS:
+                raise errors.LedgerUnavailable(
+                    'The %s deadlocked %d times in a row; try again later.'
+                    % (what, attempt)) from exc
+            pause = random.uniform(0.01, 0.05) * attempt
+            LOG.warning('The %s deadlocked (attempt %d of %d); trying '
+                        'again in %.2f s.', what, attempt, DEADLOCK_ATTEMPTS,
+                        pause)
+            time.sleep(pause)
+
+
 def _first_line(exc):
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
 def create_engine(url, lock_timeout=30, pool_size=None, connect_timeout=10,
-                  statement_timeout=30, watchdog=None):
+                  statement_timeout=30, watchdog=None, database=None):
     """An engine for ``url`` set up for the ledger's locking and
-    timeouts."""
+    timeouts; ``database``: oslo.db's ``[database]`` pool options
+    (``max_overflow``, ``pool_timeout``, ``connection_recycle_time``,
+    ``mysql_sql_mode``...), used for MySQL/MariaDB."""
     try:
         parsed = sa.engine.make_url(url)
     except sa_exc.ArgumentError as exc:
         raise errors.LedgerError(
-            '[ledger] connection %r is not a database URL: %s' % (url, exc))
+            'The ledger connection %r is not a database URL: %s'
+            % (url, exc))
     backend = parsed.get_backend_name()
+    if backend in MYSQL:
+        shown = parsed.render_as_string(hide_password=True)
+        try:
+            engine = _create_mysql_engine(
+                parsed, lock_timeout, pool_size, connect_timeout,
+                statement_timeout, database)
+        except (ImportError, sa_exc.ArgumentError) as exc:
+            raise errors.LedgerError(
+                'The ledger connection %s cannot be used: %s' % (shown, exc))
+        _configure_mysql(engine, lock_timeout, statement_timeout)
+        deadline = statement_deadline(statement_timeout, lock_timeout)
+
+        # Ours first, then oslo.db's translation (which raises some errors
+        # as they are, ending the chain of handlers before ours).
+        sa.event.remove(engine, 'handle_error', db_exc_filters.handler)
+
+        @sa.event.listens_for(engine, 'handle_error')
+        def _handle_mysql_error(ctx):
+            found = _unavailable_mysql(ctx, shown, statement_timeout,
+                                       deadline)
+            if found is not None:
+                return found
+            return db_exc_filters.handler(ctx)
+        return engine
     kwargs = {'pool_pre_ping': True}
     if backend == 'sqlite':
         database = parsed.database
@@ -177,7 +375,7 @@ def create_engine(url, lock_timeout=30, pool_size=None, connect_timeout=10,
         engine = sa.create_engine(parsed, **kwargs)
     except (ImportError, sa_exc.ArgumentError) as exc:
         raise errors.LedgerError(
-            '[ledger] connection %s cannot be used: %s'
+            'The ledger connection %s cannot be used: %s'
             % (parsed.render_as_string(hide_password=True), exc))
     if backend == 'sqlite':
         _configure_sqlite(engine, lock_timeout)

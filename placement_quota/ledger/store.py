@@ -74,7 +74,8 @@ class Ledger:
     """One ledger database."""
 
     def __init__(self, url, lock_timeout=30, pool_size=None,
-                 migrate=None, connect_timeout=10, statement_timeout=30):
+                 migrate=None, connect_timeout=10, statement_timeout=30,
+                 database=None):
         self.url = url
         self.lock_timeout = lock_timeout
         self.connect_timeout = connect_timeout
@@ -84,7 +85,7 @@ class Ledger:
         self.watchdog = deadlines.Watchdog()
         self.engine = engine.create_engine(
             url, lock_timeout, pool_size, connect_timeout,
-            statement_timeout, self.watchdog)
+            statement_timeout, self.watchdog, database)
         self.dialect = self.engine.dialect.name
         self._deadline = (engine.statement_deadline(statement_timeout,
                                                     lock_timeout)
@@ -98,21 +99,26 @@ class Ledger:
 
     @classmethod
     def from_conf(cls, conf, migrate=None):
-        """The ledger of ``[ledger]``; LedgerError for a SQLite file whose
-        directory is missing (see
+        """The ledger of ``[database]`` (or the deprecated ``[ledger]
+        connection``, see :func:`placement_quota.conf.ledger.connection`)
+        and ``[ledger]``; LedgerError for a SQLite file whose directory is
+        missing (see
         :func:`placement_quota.conf.ledger.missing_directory`).
         ``migrate=False`` only checks the schema (never upgrades it)."""
         group = conf.ledger
-        missing = ledger_conf.missing_directory(group.connection)
+        url, option = ledger_conf.connection(conf)
+        missing = ledger_conf.missing_directory(
+            url, option or '[database] connection')
         if missing:
             raise errors.LedgerError(missing)
         LOG.info('Ledger: %s', ledger_conf.describe(conf))
-        return cls(group.connection, lock_timeout=group.lock_timeout,
+        return cls(url, lock_timeout=group.lock_timeout,
                    pool_size=group.pool_size,
                    migrate=(migrate if migrate is not None
                             else group.auto_migrate or None),
                    connect_timeout=group.connect_timeout,
-                   statement_timeout=group.statement_timeout)
+                   statement_timeout=group.statement_timeout,
+                   database=ledger_conf.database_options(conf))
 
     def describe(self):
         return self.engine.url.render_as_string(hide_password=True)
@@ -130,9 +136,12 @@ class Ledger:
                     if self.dialect == 'postgresql':
                         connection.exec_driver_sql(
                             'SET LOCAL statement_timeout = 0')
-                    alembic.command.upgrade(_alembic_config(connection),
-                                            revision)
-        except (sa_exc.OperationalError, errors.LedgerUnavailable) as exc:
+                    with engine.unbounded(connection,
+                                          self.statement_timeout):
+                        alembic.command.upgrade(
+                            _alembic_config(connection), revision)
+        except (sa_exc.OperationalError, errors.LedgerUnavailable,
+                engine.DBError) as exc:
             raise self._failed('Cannot migrate', exc)
 
     def _failed(self, what, exc):
@@ -156,7 +165,8 @@ class Ledger:
     def check_version(self):
         try:
             current = self.current_revision()
-        except (sa_exc.OperationalError, errors.LedgerUnavailable) as exc:
+        except (sa_exc.OperationalError, errors.LedgerUnavailable,
+                engine.DBError) as exc:
             raise self._failed('Cannot reach', exc)
         head = self.head_revision()
         if current != head:
@@ -181,10 +191,9 @@ class Ledger:
         order = locks.lock_order(lock)
         try:
             with self.engine.connect() as connection:
-                outer = connection.begin()
+                outer, txn = engine.retry_deadlocks(
+                    lambda: self._begin(connection, order, now))
                 try:
-                    txn = Transaction(self, connection, now)
-                    txn.lock(order)
                     yield txn
                 except BaseException:
                     with self._guard(connection):
@@ -199,6 +208,23 @@ class Ledger:
                     'of %s; another admission holds it.'
                     % (self.lock_timeout, ', '.join(order))) from exc
             raise
+        except engine.DBDeadlock as exc:
+            raise errors.LedgerUnavailable(
+                'A ledger transaction on %s deadlocked; try again later.'
+                % ', '.join(order or ['no lock'])) from exc
+
+    def _begin(self, connection, order, now):
+        """``(transaction, Transaction)`` holding the locks of
+        ``order``; rolled back when taking them fails."""
+        outer = connection.begin()
+        try:
+            txn = Transaction(self, connection, now)
+            txn.lock(order)
+        except BaseException:
+            with self._guard(connection):
+                outer.rollback()
+            raise
+        return outer, txn
 
     @contextlib.contextmanager
     def _guard(self, connection):
@@ -260,12 +286,20 @@ class Transaction:
             self.connection.exec_driver_sql(
                 "SET LOCAL lock_timeout = '%ds'" % self.ledger.lock_timeout)
         for project_id in wanted:
-            self._ensure_project(project_id)
-            if dialect != 'sqlite':
-                self.connection.execute(
-                    sa.select(models.projects.c.project_id)
-                    .where(models.projects.c.project_id == project_id)
-                    .with_for_update())
+            select = (sa.select(models.projects.c.project_id)
+                      .where(models.projects.c.project_id == project_id)
+                      .with_for_update())
+            if dialect in engine.MYSQL:
+                # An existing row is locked at once: INSERT IGNORE of a
+                # row that exists takes a shared lock, which two
+                # transactions would then both upgrade (a deadlock).
+                if self.connection.execute(select).first() is None:
+                    self._ensure_project(project_id)
+                    self.connection.execute(select)
+            else:
+                self._ensure_project(project_id)
+                if dialect != 'sqlite':
+                    self.connection.execute(select)
             self.locked.append(project_id)
 
     def _ensure_project(self, project_id):

@@ -9,8 +9,14 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The ledger on a real PostgreSQL: migrations, and two service processes
-admitting concurrently never pass a limit together."""
+"""The ledger on each database (SQLite, a real PostgreSQL, a real
+MariaDB): migrations, exact arithmetic, and two service processes
+admitting concurrently never pass a limit together.
+
+Each test case is written once for "a ledger database" and run on each
+backend by the subclasses at the end (see
+:mod:`tests.functional.ledger.databases`).
+"""
 
 import concurrent.futures
 import datetime
@@ -21,43 +27,77 @@ import subprocess
 import sys
 import uuid
 
+import alembic.autogenerate
+import alembic.migration
 import fixtures
 import requests
-import testtools
 
 from placement_quota.ledger import errors as ledger_errors
+from placement_quota.ledger import models
 from placement_quota.ledger import store
 from placement_quota.lifecycle import events
-from tests.fixtures import postgresql
 from tests.functional.ledger import base
+from tests.functional.ledger import databases
 
 #: Seconds a ``placement-quota serve`` process may take to listen.
 START_TIMEOUT = 60
 LISTENING = re.compile(r'listening on (http://\S+)/v1/')
 
 
-class PostgreSQLTestCase(testtools.TestCase):
+class Migrations:
+    """Written for any backend; run by the Test...On... cases below."""
 
-    def setUp(self):
-        super().setUp()
-        self.database = self.useFixture(postgresql.PostgreSQLDatabase())
-
-
-class TestMigrations(PostgreSQLTestCase):
-
-    def test_sync_brings_an_empty_database_to_the_head_revision(self):
+    def migrated(self):
         ledger = store.Ledger(self.database.url, migrate=True)
         self.addCleanup(ledger.dispose)
+        return ledger
+
+    def test_sync_brings_an_empty_database_to_the_head_revision(self):
+        ledger = self.migrated()
         self.assertEqual(ledger.head_revision(), ledger.current_revision())
+
+    def test_migrated_schema_matches_the_models(self):
+        ledger = self.migrated()
+        with ledger.engine.connect() as connection:
+            context = alembic.migration.MigrationContext.configure(
+                connection, opts={'compare_type': True,
+                                  'compare_server_default': True})
+            self.assertEqual([], alembic.autogenerate.compare_metadata(
+                context, models.metadata))
 
     def test_unsynced_database_is_refused_naming_db_sync(self):
         error = self.assertRaises(ledger_errors.LedgerError, store.Ledger,
-                                  self.database.url)
+                                  self.database.url, migrate=False)
         self.assertIn('run "placement-quota db sync"', str(error))
 
-    def test_credit_refund_is_exact_on_postgresql(self):
-        ledger = store.Ledger(self.database.url, migrate=True)
-        self.addCleanup(ledger.dispose)
+    def test_times_keep_their_microseconds(self):
+        ledger = self.migrated()
+        moment = base.NOW.replace(microsecond=123456)
+        with ledger.transaction(['p'], now=moment) as txn:
+            row = txn.insert(project_id='p', provisional_key='k',
+                             start_date=moment, end_date=moment,
+                             state='pending', amounts={}, lease={},
+                             hourly_rate=0, charged=0)
+        with ledger.transaction() as txn:
+            entry = txn.entry(row)
+        self.assertEqual((moment, moment, moment),
+                         (entry.start_date, entry.end_date,
+                          entry.created_at))
+
+    def test_lease_bodies_keep_non_ascii_text(self):
+        ledger = self.migrated()
+        body = {'name': 'r\u00e9servation \u2603 \U0001f600'}
+        with ledger.transaction(['p']) as txn:
+            row = txn.insert(project_id='p', provisional_key='k',
+                             start_date=base.NOW, end_date=base.NOW,
+                             state='pending', amounts={}, lease=body,
+                             hourly_rate=0, charged=0, name=body['name'])
+        with ledger.transaction() as txn:
+            entry = txn.entry(row)
+        self.assertEqual((body, body['name']), (entry.lease, entry.name))
+
+    def test_credit_refund_is_exact(self):
+        ledger = self.migrated()
         with ledger.transaction(['p']) as txn:
             allocation = txn.add_allocation('p', store.to_micro(10))
             row = txn.insert(project_id='p', provisional_key='k',
@@ -95,8 +135,8 @@ class ServiceProcess:
             self.process.wait()
 
 
-class ServiceProcessesTestCase(PostgreSQLTestCase):
-    """Two ``placement-quota serve`` processes on one PostgreSQL ledger."""
+class ServiceProcesses:
+    """Two ``placement-quota serve`` processes on one ledger database."""
 
     def start_services(self, filters, extra=''):
         directory = self.useFixture(fixtures.TempDir()).path
@@ -105,16 +145,15 @@ class ServiceProcessesTestCase(PostgreSQLTestCase):
         with open(limits, 'w') as f:
             f.write('registered_limits: {hosts: 10}\n')
         with open(config, 'w') as f:
-            f.write('[ledger]\nconnection = %s\ncount_host_resources = '
+            f.write('[database]\nconnection = %s\n'
+                    '[ledger]\ncount_host_resources = '
                     'false\nlock_timeout = 60\n'
                     '[limits]\nlimits_file = %s\n'
                     '[enforcement]\nenabled_filters = %s\n%s'
                     '[api]\nthreads = 8\n'
                     % (self.database.url, limits, ','.join(filters),
                        extra))
-        subprocess.run([sys.executable, '-m', 'placement_quota.cmd.main',
-                        '--config-file', config, 'db', 'sync'],
-                       check=True, capture_output=True, timeout=120)
+        store.Ledger(self.database.url, migrate=True).dispose()
         services = []
         for _ in range(2):
             service = ServiceProcess(config)
@@ -123,7 +162,7 @@ class ServiceProcessesTestCase(PostgreSQLTestCase):
         return services
 
 
-class TestTwoServiceProcesses(ServiceProcessesTestCase):
+class TwoServiceProcesses(ServiceProcesses):
     """Two service processes, 16 threads, one project at its limit."""
 
     requests_sent = 40
@@ -171,7 +210,7 @@ class TestTwoServiceProcesses(ServiceProcessesTestCase):
             self.assertEqual(store.to_micro(120), txn.spent(allocation))
 
 
-class TestOnEndRacingTheDeleteNotification(ServiceProcessesTestCase):
+class OnEndRacingTheDeleteNotification(ServiceProcesses):
     """Blazar deletes 20 leases: each on-end call (to one of two service
     processes) races its ``lease.delete`` notification (applied as the
     listener does, from a third connection): every lease is refunded
@@ -236,3 +275,46 @@ class TestOnEndRacingTheDeleteNotification(ServiceProcessesTestCase):
         body = {'context': {'project_id': project}, 'lease': lease}
         return requests.post(service.url + '/v1/' + kind,
                              data=json.dumps(body), timeout=120).status_code
+
+
+class TestMigrationsOnSQLite(
+        databases.OnSQLite, Migrations, databases.DatabaseTestCase):
+    pass
+
+
+class TestMigrationsOnPostgreSQL(
+        databases.OnPostgreSQL, Migrations, databases.DatabaseTestCase):
+    pass
+
+
+class TestMigrationsOnMariaDB(
+        databases.OnMariaDB, Migrations, databases.DatabaseTestCase):
+    pass
+
+
+class TestTwoServiceProcessesOnSQLite(
+        databases.OnSQLite, TwoServiceProcesses, databases.DatabaseTestCase):
+    pass
+
+
+class TestTwoServiceProcessesOnPostgreSQL(
+        databases.OnPostgreSQL, TwoServiceProcesses,
+        databases.DatabaseTestCase):
+    pass
+
+
+class TestTwoServiceProcessesOnMariaDB(
+        databases.OnMariaDB, TwoServiceProcesses, databases.DatabaseTestCase):
+    pass
+
+
+class TestOnEndRacingTheDeleteNotificationOnPostgreSQL(
+        databases.OnPostgreSQL, OnEndRacingTheDeleteNotification,
+        databases.DatabaseTestCase):
+    pass
+
+
+class TestOnEndRacingTheDeleteNotificationOnMariaDB(
+        databases.OnMariaDB, OnEndRacingTheDeleteNotification,
+        databases.DatabaseTestCase):
+    pass
