@@ -45,6 +45,7 @@ from placement_quota.accounts import consumers as consumers_mod
 from placement_quota.accounts import errors
 from placement_quota.accounts import ids
 from placement_quota.accounts import model
+from placement_quota import audit
 from placement_quota.accounts import moves
 from placement_quota.accounts import schema
 from placement_quota.accounts import store
@@ -218,6 +219,8 @@ class Accounts:
                              metadata, self.now)
                 LOG.info('Created account %r (parent %s, limits %s)',
                          account_id, parent_id, limits)
+                audit.record('account-create', 'account=%s' % account_id,
+                             None, _described(parent_id, limits, metadata))
                 return True, self._live(connection, account_id)
             old = model.Account.from_row(row)
             if (old.parent_id, old.limits, old.metadata) != (
@@ -226,6 +229,10 @@ class Accounts:
                              metadata, self.now)
                 LOG.info('Changed account %r (parent %s, limits %s)',
                          account_id, parent_id, limits)
+                audit.record('account-set', 'account=%s' % account_id,
+                             _described(old.parent_id, old.limits,
+                                        old.metadata),
+                             _described(parent_id, limits, metadata))
             return False, self._live(connection, account_id)
 
     def _check_tree(self, connection, account_id, parent_id, limits,
@@ -274,6 +281,8 @@ class Accounts:
             store.mark_deleted(txn.connection, account_id, self.now)
         LOG.info('Deleted account %r (recoverable for %s)', account_id,
                  self.recovery_period)
+        audit.record('account-delete', 'account=%s' % account_id,
+                     'live', 'deleted')
 
     def recover(self, account_id):
         """Bring back a deleted account within its recovery period."""
@@ -296,6 +305,8 @@ class Accounts:
                         field='parent_id', value=row.parent_id)
             store.undelete(connection, account_id, self.now)
             LOG.info('Recovered account %r', account_id)
+            audit.record('account-recover', 'account=%s' % account_id,
+                         'deleted', 'live')
             return self._live(connection, account_id)
 
     # --- resources of an account ----------------------------------------
@@ -467,6 +478,12 @@ class Accounts:
             LOG.info('A resource of account %r changed during its move to '
                      '%r; trying again', source, dest)
             return None
+        audit.record('account-move', 'account=%s' % source,
+                     'account=%s' % source, 'account=%s' % dest,
+                     consumers=len(action.consumers),
+                     leases=len(action.leases),
+                     **({'consumer': consumer} if consumer else {}),
+                     **({'lease': lease} if lease else {}))
         return action
 
     def _apply(self, source, dest, action):
@@ -488,3 +505,10 @@ class Accounts:
         LOG.info('Moved %d consumer(s) and %d lease(s) from account %r to '
                  '%r', len(action.consumers), len(action.leases), source,
                  dest)
+
+
+def _described(parent_id, limits, metadata):
+    """An account's state for the audit log."""
+    return 'parent=%s limits=%s metadata=%s' % (
+        parent_id, dict(sorted((limits or {}).items())),
+        dict(sorted((metadata or {}).items())))

@@ -58,6 +58,7 @@ from placement_quota.api import admin_guard
 from placement_quota.api import admin_http
 from placement_quota.api import app as api_app
 from placement_quota.api import util
+from placement_quota import audit
 from placement_quota import healthcheck as pq_healthcheck
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota import policies
@@ -102,7 +103,8 @@ class AdminAPI:
     def __call__(self, environ, start_response):
         req = webob.Request(environ)
         try:
-            response = self._dispatch(req)
+            with audit.acting(self.actor(environ)):
+                response = self._dispatch(req)
         except util.HTTPError as exc:
             response = exc.response()
         except errors.AccountError as exc:
@@ -222,6 +224,12 @@ class AdminAPI:
                          if r.lower() in self._noauth_ceiling]
         context.roles = roles
         return context.to_policy_values()
+
+    def actor(self, environ):
+        """Who a request is made by, for the audit log."""
+        credentials = self.credentials(environ)
+        return audit.request_actor(credentials['user_id'],
+                                   credentials['project_id'])
 
     def authorize(self, req, rule, account_id):
         credentials = self.credentials(req.environ)

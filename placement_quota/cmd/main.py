@@ -20,6 +20,7 @@ from oslo_config import cfg
 from oslo_log import log as logging
 import pbr.version
 
+from placement_quota import audit
 from placement_quota import conf as pq_conf
 from placement_quota.conf import validate
 from placement_quota.filters import chain
@@ -155,6 +156,12 @@ class PlacementQuotaApp(app.App):
             # raise this back to INFO.
             std_logging.getLogger().setLevel(std_logging.WARNING)
         check_config_files(self.conf, self.options.strict_config)
+        if self.conf.log_file or self.conf.log_config_append:
+            # Changes made from the command line are audited wherever the
+            # configuration sends the log (not on the terminal).
+            std_logging.getLogger(audit.LOG.logger.name).setLevel(
+                std_logging.INFO)
+        audit.set_actor(audit.cli_actor())
 
 
 def main(argv=None):

@@ -34,6 +34,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 from sqlalchemy import exc as sa_exc
 
+from placement_quota import audit
 from placement_quota.conf import ledger as ledger_conf
 from placement_quota.ledger import accounting
 from placement_quota.ledger import deadlines
@@ -506,7 +507,12 @@ class Transaction:
             models.credit_allocations.insert().values(
                 project_id=project_id, amount=amount, start_date=start_date,
                 end_date=end_date, created_at=self.now))
-        return result.inserted_primary_key[0]
+        allocation_id = result.inserted_primary_key[0]
+        audit.record('credits-add', 'project=%s' % project_id, None,
+                     '%s credits' % from_micro(amount),
+                     allocation=allocation_id, start=start_date,
+                     end=end_date)
+        return allocation_id
 
     def allocations(self, project_id):
         t = models.credit_allocations
