@@ -104,7 +104,7 @@ lint_rc=$?
 # into the venv when missing; when it cannot be installed (no network), the
 # build is skipped, saying so, and counts as nothing.
 docs_rc=0
-if ! "$venv/bin/python" -c 'import sphinx' >/dev/null 2>&1; then
+if ! "$venv/bin/python" -c 'import sphinx, os_api_ref' >/dev/null 2>&1; then
     echo "Installing doc/requirements.txt (for the docs build)..."
     "$venv/bin/pip" install -q --disable-pip-version-check \
         -r doc/requirements.txt >/dev/null 2>&1 \
@@ -122,6 +122,21 @@ if "$venv/bin/python" -c 'import sphinx' >/dev/null 2>&1; then
     else
         echo "docs: build failed (errors above)"
     fi
+fi
+# The API reference, as `tox -e api-ref` builds it (os-api-ref, from
+# doc/requirements.txt; skipped, saying so, when it could not be installed).
+if "$venv/bin/python" -c 'import os_api_ref' >/dev/null 2>&1; then
+    apiref_start=$SECONDS
+    "$venv/bin/sphinx-build" -W -q -b html api-ref/source api-ref/build/html
+    apiref_rc=$?
+    if [ $apiref_rc -eq 0 ]; then
+        echo "api-ref: built in $((SECONDS - apiref_start))s (api-ref/build/html)"
+    else
+        echo "api-ref: build failed (errors above)"
+        docs_rc=$apiref_rc
+    fi
+else
+    echo "api-ref: os-api-ref is not installed; the API reference build is skipped."
 fi
 
 summary=$("$venv/bin/stestr" last 2>/dev/null | sed -n 's/^ - \(Passed\|Failed\|Skipped\): \([0-9]*\)$/\1 \2/p')
