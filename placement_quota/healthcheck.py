@@ -98,41 +98,54 @@ class PlacementResult(pluginbase.HealthcheckResult):
     """The Placement check's result."""
 
 
-class LedgerCheck(pluginbase.HealthcheckBaseExtension):
+class _BackendCheck(pluginbase.HealthcheckBaseExtension):
+    """A check that :meth:`probe` answers: ``NAME OK (...)``, else
+    ``NAME unavailable: <reason>`` and a warning in the log."""
+
+    name = None
+    result = pluginbase.HealthcheckResult
+
+    def probe(self, services):
+        """Raise when the backend does not answer; return what to say
+        of it."""
+        raise NotImplementedError
+
+    def healthcheck(self, server_port):
+        try:
+            said = self.probe(_services(self.oslo_conf))
+        except Exception as exc:
+            LOG.warning('Health check: %s is unavailable: %s', self.name,
+                        _reason(exc))
+            return self.result(
+                available=False,
+                reason='%s unavailable: %s' % (self.name, _reason(exc)),
+                details=exc.__class__.__name__)
+        return self.result(available=True,
+                           reason='%s OK%s' % (self.name, said))
+
+
+class LedgerCheck(_BackendCheck):
     """The ledger database answers a ``SELECT 1``."""
 
-    def healthcheck(self, server_port):
-        try:
-            ledger = _services(self.oslo_conf).ledger
-            with ledger.engine.connect() as connection:
-                connection.execute(sa.text('SELECT 1'))
-        except Exception as exc:
-            LOG.warning('Health check: the ledger is unavailable: %s',
-                        _reason(exc))
-            return LedgerResult(
-                available=False,
-                reason='ledger unavailable: %s' % _reason(exc),
-                details=exc.__class__.__name__)
-        return LedgerResult(
-            available=True, reason='ledger OK (%s)' % ledger.dialect)
+    name = 'ledger'
+    result = LedgerResult
+
+    def probe(self, services):
+        ledger = services.ledger
+        with ledger.engine.connect() as connection:
+            connection.execute(sa.text('SELECT 1'))
+        return ' (%s)' % ledger.dialect
 
 
-class PlacementCheck(pluginbase.HealthcheckBaseExtension):
+class PlacementCheck(_BackendCheck):
     """The configured Placement answers ``GET /``."""
 
-    def healthcheck(self, server_port):
-        try:
-            client = _services(self.oslo_conf).placement
-            client.get('/')
-        except Exception as exc:
-            LOG.warning('Health check: Placement is unavailable: %s',
-                        _reason(exc))
-            return PlacementResult(
-                available=False,
-                reason='placement unavailable: %s' % _reason(exc),
-                details=exc.__class__.__name__)
-        return PlacementResult(
-            available=True, reason='placement OK')
+    name = 'placement'
+    result = PlacementResult
+
+    def probe(self, services):
+        services.placement.get('/')
+        return ''
 
 
 def needs_placement(chain):

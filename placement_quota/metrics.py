@@ -26,6 +26,7 @@ values to files there, and a scrape of any worker sums them
 when the service restarts (``ExecStartPre=`` in systemd).
 """
 
+import contextlib
 import os
 import time
 
@@ -130,6 +131,20 @@ class Timer:
     def __exit__(self, *exc_info):
         self.seconds = time.perf_counter() - self.started
         return False
+
+
+@contextlib.contextmanager
+def timed_call(histogram, *labels):
+    """Observe the block's time in ``histogram`` under ``labels`` and an
+    outcome, ``ok`` or (when it raises) ``error``."""
+    outcome = 'error'
+    started = time.perf_counter()
+    try:
+        yield
+        outcome = 'ok'
+    finally:
+        counted(histogram, *labels, outcome).observe(
+            time.perf_counter() - started)
 
 
 def metrics_app(environ, start_response):

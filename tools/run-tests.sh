@@ -39,53 +39,38 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
         || echo "Could not install postgresql: the PostgreSQL tests will skip."
 fi
 
-# RabbitMQ (rabbitmq-server, rabbitmqctl, Erlang's epmd) for the functional
-# tests of the lease lifecycle listener: tests/fixtures/rabbitmq.py starts a
-# private node of its own, so the system service is never started: while
-# the package installs, a policy-rc.d that refuses every start (exit 101)
-# is in place, unless the machine already had one (then it is left alone).
-# Installed only when missing and apt-get is there; otherwise those tests
-# skip, saying why.
-if [ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ] \
-        && command -v apt-get >/dev/null 2>&1; then
-    echo "Installing the Debian package rabbitmq-server (for the lifecycle tests)..."
-    policy_rc_d=/usr/sbin/policy-rc.d
-    own_policy=
+# Install the Debian package $1 (for $2) without starting its system
+# service: while it installs, a policy-rc.d that refuses every start (exit
+# 101) is in place, unless the machine already had one (then it is left
+# alone). The tests start private servers of their own.
+install_without_starting() {
+    echo "Installing the Debian package $1 (for $2)..."
+    local policy_rc_d=/usr/sbin/policy-rc.d own_policy=
     if [ ! -e "$policy_rc_d" ] \
             && printf '#!/bin/sh\n# placement-quota tests: start no service\nexit 101\n' \
                 >"$policy_rc_d" 2>/dev/null; then
         chmod 755 "$policy_rc_d" && own_policy=1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q rabbitmq-server >/dev/null 2>&1 \
+    apt-get install -y -q "$1" >/dev/null 2>&1 \
         || { apt-get update -q >/dev/null 2>&1 \
-             && apt-get install -y -q rabbitmq-server >/dev/null; } \
-        || echo "Could not install rabbitmq-server: the RabbitMQ tests will skip."
+             && apt-get install -y -q "$1" >/dev/null; } \
+        || echo "Could not install $1: the $2 will skip."
     [ -n "$own_policy" ] && rm -f "$policy_rc_d"
-fi
+    return 0
+}
 
-# MariaDB's server (mariadbd, mariadb-install-db) for the ledger tests on
-# MySQL/MariaDB: tests/fixtures/mariadb.py starts a private server of its
-# own on a unix socket, so the system service is never started: while the
-# package installs, a policy-rc.d that refuses every start (exit 101) is in
-# place, unless the machine already had one (then it is left alone).
-# Installed only when missing and apt-get is there; otherwise those tests
-# skip, saying why.
-if [ ! -x /usr/sbin/mariadbd ] && command -v apt-get >/dev/null 2>&1; then
-    echo "Installing the Debian package mariadb-server (for the MariaDB tests)..."
-    policy_rc_d=/usr/sbin/policy-rc.d
-    own_policy=
-    if [ ! -e "$policy_rc_d" ] \
-            && printf '#!/bin/sh\n# placement-quota tests: start no service\nexit 101\n' \
-                >"$policy_rc_d" 2>/dev/null; then
-        chmod 755 "$policy_rc_d" && own_policy=1
-    fi
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q mariadb-server >/dev/null 2>&1 \
-        || { apt-get update -q >/dev/null 2>&1 \
-             && apt-get install -y -q mariadb-server >/dev/null; } \
-        || echo "Could not install mariadb-server: the MariaDB tests will skip."
-    [ -n "$own_policy" ] && rm -f "$policy_rc_d"
+# RabbitMQ (rabbitmq-server, rabbitmqctl, Erlang's epmd) for the functional
+# tests of the lease lifecycle listener (tests/fixtures/rabbitmq.py starts
+# a private node), and MariaDB's server (mariadbd, mariadb-install-db) for
+# the ledger tests on MySQL/MariaDB (tests/fixtures/mariadb.py starts a
+# private server on a unix socket). Installed only when missing and apt-get
+# is there; otherwise those tests skip, saying why.
+if command -v apt-get >/dev/null 2>&1; then
+    [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] \
+        || install_without_starting rabbitmq-server "lifecycle tests"
+    [ -x /usr/sbin/mariadbd ] \
+        || install_without_starting mariadb-server "MariaDB tests"
 fi
 
 # stevedore caches entry points per user; a fresh cache per run keeps a

@@ -160,15 +160,8 @@ class FlavorReader:
         return Prefetched({i: self.get(i) for i in sorted(set(flavor_ids))})
 
     def _read(self, flavor_id):
-        outcome = 'error'
-        started = time.perf_counter()
-        try:
-            found = self._read_flavor(flavor_id)
-            outcome = 'ok'
-            return found
-        finally:
-            metrics.NOVA_SECONDS.labels('flavor', outcome).observe(
-                time.perf_counter() - started)
+        with metrics.timed_call(metrics.NOVA_SECONDS, 'flavor'):
+            return self._read_flavor(flavor_id)
 
     def _read_flavor(self, flavor_id):
         self.reads += 1

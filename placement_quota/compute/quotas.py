@@ -17,7 +17,6 @@ not imported: this runs in the enforcement service, which does not need
 Nova installed.
 """
 
-import time
 from urllib import parse
 
 from keystoneauth1 import adapter as ks_adapter
@@ -137,15 +136,8 @@ class LegacyQuotas:
 
     def limits_and_usage(self, project_id):
         """``{quota name: (limit, in use + reserved)}`` of a project."""
-        outcome = 'error'
-        started = time.perf_counter()
-        try:
-            found = self._limits_and_usage(project_id)
-            outcome = 'ok'
-            return found
-        finally:
-            metrics.NOVA_SECONDS.labels('quota_set', outcome).observe(
-                time.perf_counter() - started)
+        with metrics.timed_call(metrics.NOVA_SECONDS, 'quota_set'):
+            return self._limits_and_usage(project_id)
 
     def _limits_and_usage(self, project_id):
         url = '/os-quota-sets/%s/detail' % parse.quote(project_id, safe='')
