@@ -16,13 +16,15 @@ consumers or leases between accounts and every credit allocation added
 is logged at INFO on the logger ``placement_quota.audit``, by the service
 layer, so the admin API and the CLI log alike::
 
-    account-delete account=physics by=user u1 project p1: live -> deleted
+    account-delete account=physics by user=u1 project=p1: live -> deleted
 
-``by`` is who asked: the Keystone user and project of an admin API request
-(the headers keystonemiddleware sets; under noauth, the project header or
-``noauth``), or ``cli`` and the operating-system user for the command
-line. Route the logger with oslo.log's ``log_config_append`` to keep the
-audit trail in a file of its own.
+After ``by`` comes who asked: the Keystone user and project of an admin
+API request (those of the token keystonemiddleware validated); without
+Keystone (``[admin_api] auth_strategy = noauth``) ``noauth``, followed by
+the user and project the request's headers claim, if any; or ``cli`` and
+the operating-system user for the command line. Route the logger with
+oslo.log's ``log_config_append`` to keep the audit trail in a file of its
+own.
 """
 
 import contextlib
@@ -66,17 +68,23 @@ def cli_actor():
     return 'cli user=%s' % user
 
 
-def request_actor(user_id, project_id):
-    """Who an API request is made by, from its credentials."""
-    if not user_id and not project_id:
-        return 'noauth'
-    return 'user %s project %s' % (user_id or '-', project_id or '-')
+def request_actor(user_id, project_id, authenticated=True):
+    """Who an API request is made by, from its credentials:
+    ``user=<id> project=<id>``, after ``noauth`` when nothing
+    ``authenticated`` them (they are what the request's headers claim)."""
+    who = [] if authenticated else ['noauth']
+    if user_id:
+        who.append('user=%s' % user_id)
+    if project_id:
+        who.append('project=%s' % project_id)
+    return ' '.join(who) or 'unknown'
 
 
 def record(action, target, before=None, after=None, **details):
-    """One audit line: ``action target by=WHO: before -> after`` (each
-    part when given) and ``details`` as ``key=value``."""
-    line = '%s %s by=%s' % (action, target, actor())
+    """One audit line: ``action target by WHO details: before -> after``
+    (``details`` as ``key=value``; before and after when either is
+    given)."""
+    line = '%s %s by %s' % (action, target, actor())
     if details:
         line += ' ' + ' '.join('%s=%s' % (key, details[key])
                                for key in sorted(details))

@@ -226,10 +226,12 @@ class AdminAPI:
         return context.to_policy_values()
 
     def actor(self, environ):
-        """Who a request is made by, for the audit log."""
+        """Who a request is made by, for the audit log (``noauth`` first
+        when no keystonemiddleware validated the user and project)."""
         credentials = self.credentials(environ)
         return audit.request_actor(credentials['user_id'],
-                                   credentials['project_id'])
+                                   credentials['project_id'],
+                                   authenticated=self.trust_roles_header)
 
     def authorize(self, req, rule, account_id):
         credentials = self.credentials(req.environ)

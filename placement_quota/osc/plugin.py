@@ -126,6 +126,7 @@ class PlacementQuotaClient:
             # every ``openstack`` command, and these cost about 0.3 s.
             from oslo_config import cfg
 
+            from placement_quota import audit
             from placement_quota.cmd import main
             from placement_quota import conf as pq_conf
 
@@ -138,6 +139,9 @@ class PlacementQuotaClient:
             except (cfg.Error, ValueError) as exc:
                 main.fail('configuration error: %s' % exc)
             main.check_config_files(conf)
+            # Changes made through the ``openstack`` shell are audited as
+            # the command line's are.
+            audit.set_actor(audit.cli_actor())
             self._conf = conf
         return self._conf
 

@@ -33,9 +33,10 @@ from placement_quota.ledger import store
 SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), 'api-ref', 'source')
 METHODS = ('GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'PATCH')
-# Every path shape the routers know, with a value for each parameter.
-ENFORCEMENT_PATHS = ['/', '/v1', '/v1/check-create', '/v1/check-update',
-                     '/v1/on-end', '/healthcheck', '/metrics']
+# The paths the enforcement app serves besides its routers' tables.
+ENFORCEMENT_MOUNTS = ['/healthcheck', '/metrics']
+# Every path shape the admin router (code, not a table) knows, with a
+# value for each parameter.
 ADMIN_PATHS = ['/v1', '/v1/{account_id}', '/v1/{account_id}/action/recover',
                '/v1/{account_id}/action/move',
                '/v1/{account_id}/consumers/{consumer_uuid}',
@@ -44,6 +45,19 @@ ADMIN_PATHS = ['/v1', '/v1/{account_id}', '/v1/{account_id}/action/recover',
                '/v1/{account_id}/leases/{lease_id}/action/move']
 VALUES = {'account_id': 'acct', 'lease_id': 'lease-1',
           'consumer_uuid': '4f3c2f36-0d3e-4a5c-9f7e-8f1a2b3c4d5e'}
+
+
+def enforcement_paths(chain):
+    """The paths of the enforcement app's route tables and mounts; each
+    path without the ``/v1`` prefix must be the alias of one with it (the
+    reference states the aliases once, in prose)."""
+    routed = (set(api_app.public_routes()) |
+              set(api_app.enforcement_routes(chain, 0)))
+    aliases = {p for p in routed if p != '/' and not p.startswith('/v1')}
+    unpaired = {p for p in aliases if '/v1' + p not in routed}
+    if unpaired:
+        raise AssertionError('served without a /v1 twin: %s' % unpaired)
+    return sorted(routed - aliases) + ENFORCEMENT_MOUNTS
 
 
 def documented(name):
@@ -97,9 +111,15 @@ class TestAPIReference(testtools.TestCase):
                                'enforcement')
 
     def test_enforcement_routes_are_exactly_the_documented_ones(self):
-        app = api_app.make_app(self.conf, chain_mod.FilterChain(self.conf))
+        chain = chain_mod.FilterChain(self.conf)
+        app = api_app.make_app(self.conf, chain)
         self.assertEqual(documented('enforcement.inc'),
-                         answered(app, ENFORCEMENT_PATHS, {}))
+                         answered(app, enforcement_paths(chain), {}))
+
+    def test_the_paths_without_v1_are_stated_as_aliases(self):
+        with open(os.path.join(SOURCE, 'enforcement.inc')) as f:
+            self.assertIn('served without its ``/v1``', ' '.join(
+                f.read().split()))
 
     def test_admin_routes_are_exactly_the_documented_ones(self):
         ledger = store.Ledger.from_conf(self.conf)

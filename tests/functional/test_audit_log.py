@@ -11,47 +11,69 @@
 # under the License.
 """The audit log: one line on ``placement_quota.audit`` per change, who
 made it, before and after. Through the real admin API (on a SQLite
-ledger and the Placement subprocess of :mod:`tests.fixtures.placement`)
-and the real command line."""
+ledger and the Placement subprocess of :mod:`tests.fixtures.placement`;
+without Keystone, and behind keystonemiddleware with the real Keystone of
+:mod:`tests.fixtures.keystone`) and through the real command line (its
+audit lines read from its ``log_file``)."""
 
+import getpass
 import json
 import logging
 import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import uuid
 
 import fixtures
+from keystonemiddleware import auth_token
+import requests
 import testtools
 import webob
 
 from placement_quota.accounts import service
 from placement_quota.api import admin
 from placement_quota import conf as pq_conf
+from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod
+from placement_quota import wsgi_server
+from tests.fixtures import keystone
 from tests.fixtures import placement as placement_fixtures
+from tests.functional.keystone import test_api_keystone_auth as auth_tests
 from tests.functional import test_admin_api_gabbi as seeds
 
-KEYSTONE_HEADERS = {'X-User-Id': 'u-admin', 'X-Project-Id': 'p-admin',
-                    'X-Roles': 'admin', 'Content-Type': 'application/json',
-                    'Host': 'localhost'}
+#: Without Keystone the user and project are what the headers claim.
+NOAUTH_HEADERS = {'X-User-Id': 'u-admin', 'X-Project-Id': 'p-admin',
+                  'X-Roles': 'admin', 'Content-Type': 'application/json',
+                  'Host': 'localhost'}
+NOAUTH_BY = 'by noauth user=u-admin project=p-admin'
+CLI_BY = 'by cli user=%s' % getpass.getuser()
+TIMEOUT = 60
+
+
+def audit_logger(test):
+    """The lines logged on ``placement_quota.audit`` during ``test``."""
+    return test.useFixture(fixtures.FakeLogger(
+        name='placement_quota.audit', level=logging.INFO,
+        format='%(message)s'))
 
 
 class AuditTestCase(testtools.TestCase):
+    """The admin API, without Keystone, on a ledger of its own."""
 
     def setUp(self):
         super().setUp()
         self.dir = self.useFixture(fixtures.TempDir()).path
-        self.log = self.useFixture(fixtures.FakeLogger(
-            name='placement_quota.audit', level=logging.INFO,
-            format='%(message)s'))
+        self.log = audit_logger(self)
         server = self.useFixture(placement_fixtures.PlacementServer())
         self.client = placement_client.PlacementClient.from_endpoint(
             server.endpoint, server.headers)
         self.conf = pq_conf.new_config([], config_files=[])
         self.conf.set_override('connection', 'sqlite:///%s/ledger.sqlite'
-                               % self.dir, 'ledger')
+                               % self.dir, 'database')
         services = services_mod.Services(self.conf, placement=self.client)
         self.addCleanup(services.close)
         self.accounts = service.Accounts(services.ledger, self.client,
@@ -59,9 +81,9 @@ class AuditTestCase(testtools.TestCase):
         self.app = admin.make_admin_app(self.conf, accounts=self.accounts)
         self.run_id = uuid.uuid4().hex[:8]
 
-    def call(self, method, path, body=None):
+    def call(self, method, path, body=None, headers=NOAUTH_HEADERS):
         request = webob.Request.blank(path, method=method,
-                                      headers=KEYSTONE_HEADERS)
+                                      headers=headers)
         if body is not None:
             request.body = json.dumps(body).encode()
         response = request.get_response(self.app)
@@ -81,20 +103,19 @@ class TestAdminAPIAudit(AuditTestCase):
         name = self.account('physics')
         self.call('PUT', '/v1/' + name, {'limits': {'class:VCPU': 10}})
         self.assertEqual(
-            ['account-create account=%s by=user u-admin project p-admin: '
-             "None -> parent=None limits={'class:VCPU': 10} metadata={}"
-             % name], self.lines())
+            ['account-create account=%s %s: None -> parent=None '
+             "limits={'class:VCPU': 10} metadata={}" % (name, NOAUTH_BY)],
+            self.lines())
 
-    def test_changing_an_account_gives_before_and_after(self):
+    def test_changing_an_account_is_one_line_with_before_and_after(self):
         name = self.account('physics')
         self.call('PUT', '/v1/' + name, {'limits': {'class:VCPU': 10}})
         self.call('PUT', '/v1/' + name, {'limits': {'class:VCPU': 20}})
         self.assertEqual(
-            'account-set account=%s by=user u-admin project p-admin: '
-            "parent=None limits={'class:VCPU': 10} metadata={} -> "
-            "parent=None limits={'class:VCPU': 20} metadata={}" % name,
-            self.lines()[-1])
-        self.assertEqual(2, len(self.lines()))
+            ['account-set account=%s %s: '
+             "parent=None limits={'class:VCPU': 10} metadata={} -> "
+             "parent=None limits={'class:VCPU': 20} metadata={}"
+             % (name, NOAUTH_BY)], self.lines()[1:])
 
     def test_a_put_that_changes_nothing_is_not_audited(self):
         name = self.account('physics')
@@ -102,18 +123,22 @@ class TestAdminAPIAudit(AuditTestCase):
         self.call('PUT', '/v1/' + name, {'limits': {'class:VCPU': 10}})
         self.assertEqual(1, len(self.lines()))
 
-    def test_delete_and_recover_are_audited(self):
+    def test_deleting_an_account_is_one_line(self):
+        name = self.account('physics')
+        self.call('PUT', '/v1/' + name, {})
+        self.call('DELETE', '/v1/' + name)
+        self.assertEqual(['account-delete account=%s %s: live -> deleted'
+                          % (name, NOAUTH_BY)], self.lines()[1:])
+
+    def test_recovering_an_account_is_one_line(self):
         name = self.account('physics')
         self.call('PUT', '/v1/' + name, {})
         self.call('DELETE', '/v1/' + name)
         self.call('POST', '/v1/%s/action/recover' % name)
-        self.assertEqual(
-            ['account-delete account=%s by=user u-admin project p-admin: '
-             'live -> deleted' % name,
-             'account-recover account=%s by=user u-admin project p-admin: '
-             'deleted -> live' % name], self.lines()[1:])
+        self.assertEqual(['account-recover account=%s %s: deleted -> live'
+                          % (name, NOAUTH_BY)], self.lines()[2:])
 
-    def test_a_move_names_both_accounts_and_what_moved(self):
+    def test_a_move_is_one_line_naming_both_accounts_and_what_moved(self):
         source, dest = self.account('src'), self.account('dst')
         node = seeds.seed_provider(self.client, 'cn-audit-%s' % self.run_id,
                                    {'VCPU': 8})
@@ -124,37 +149,166 @@ class TestAdminAPIAudit(AuditTestCase):
         self.call('POST', '/v1/%s/consumers/%s/action/move?dest=%s'
                   % (source, consumer, dest))
         self.assertEqual(
-            'account-move account=%s by=user u-admin project p-admin '
-            'consumer=%s consumers=1 leases=0: account=%s -> account=%s'
-            % (source, consumer, source, dest), self.lines()[-1])
+            ['account-move account=%s %s consumer=%s consumers=1 leases=0: '
+             'account=%s -> account=%s'
+             % (source, NOAUTH_BY, consumer, source, dest)],
+            self.lines()[2:])
+
+    def test_reading_is_not_audited(self):
+        source, dest = self.account('src'), self.account('dst')
+        self.call('PUT', '/v1/' + source, {})
+        self.call('PUT', '/v1/' + dest, {})
+        self.call('GET', '/v1/' + source)
+        self.call('GET', '/v1/%s/action/move?dest=%s' % (source, dest))
+        self.assertEqual(2, len(self.lines()))
 
     def test_a_refused_change_is_not_audited(self):
         request = webob.Request.blank(
             '/v1/%s' % self.account('bad'), method='PUT',
-            headers=KEYSTONE_HEADERS)
+            headers=NOAUTH_HEADERS)
         request.body = b'{"limits": {"class:VCPU": -5}}'
         self.assertEqual(400, request.get_response(self.app).status_int)
         self.assertEqual([], self.lines())
 
+    def test_a_request_naming_no_user_is_audited_as_noauth(self):
+        name = self.account('physics')
+        self.call('PUT', '/v1/' + name, {}, headers={
+            'Host': 'localhost', 'Content-Type': 'application/json'})
+        self.assertTrue(self.lines()[0].startswith(
+            'account-create account=%s by noauth: ' % name), self.lines())
+
+
+class TestKeystoneAudit(testtools.TestCase):
+    """Behind keystonemiddleware, the user and project are the token's."""
+
+    def setUp(self):
+        super().setUp()
+        self.keystone = self.useFixture(keystone.KeystoneFixture())
+        self.project = self.keystone.create_project()
+        service_user = self.keystone.create_user(self.project.id,
+                                                 roles=('service',))
+        workdir = tempfile.mkdtemp(prefix='pq-audit-keystone-')
+        self.addCleanup(shutil.rmtree, workdir, True)
+        conf = pq_conf.new_config([], config_files=[])
+        conf.set_override('connection', 'sqlite:///%s' % os.path.join(
+            workdir, 'ledger.sqlite'), 'database')
+        conf.set_override('auth_strategy', 'keystone', 'admin_api')
+        for group, opts in auth_token.list_opts():
+            conf.register_opts(opts, group=group)
+        auth_tests._register_password_options(conf, 'keystone_authtoken')
+        conf.set_override('www_authenticate_uri', self.keystone.auth_url,
+                          'keystone_authtoken')
+        auth_tests._set_password_auth(conf, 'keystone_authtoken',
+                                      self.keystone, service_user,
+                                      self.project.id)
+        placement = self.useFixture(placement_fixtures.PlacementServer())
+        client = placement_client.PlacementClient.from_endpoint(
+            placement.endpoint, placement.headers)
+        ledger = store.Ledger.from_conf(conf)
+        self.addCleanup(ledger.dispose)
+        server = wsgi_server.WSGIServer(admin.make_admin_app(
+            conf, accounts=service.Accounts(ledger, client)),
+            threads=2).start()
+        self.addCleanup(server.stop)
+        self.url = server.url
+        self.log = audit_logger(self)
+
+    def test_the_user_and_project_of_the_token_are_named_not_headers(self):
+        user = self.keystone.create_user(self.project.id, roles=('admin',))
+        token = self.keystone.issue_token(user.name, user.password,
+                                          self.project.id)
+        account = keystone.unique_name('acct')
+        response = requests.put(
+            '%s/v1/%s' % (self.url, account), json={}, timeout=30,
+            headers={'X-Auth-Token': token, 'X-User-Id': 'forged',
+                     'X-Project-Id': 'forged'})
+        self.assertEqual(201, response.status_code, response.text)
+        self.assertEqual(
+            ['account-create account=%s by user=%s project=%s: None -> '
+             'parent=None limits={} metadata={}'
+             % (account, user.id, self.project.id)],
+            [line for line in self.log.output.splitlines() if line])
+
 
 class TestCommandLineAudit(testtools.TestCase):
+    """``placement-quota`` run as an operator runs it, logging to a file;
+    the state a test starts from is made in this process on the same
+    SQLite ledger (quicker than more commands)."""
 
-    def test_credits_add_is_audited_in_the_log_file_as_cli(self):
-        directory = self.useFixture(fixtures.TempDir()).path
-        log_file = os.path.join(directory, 'placement-quota.log')
-        config = os.path.join(directory, 'placement-quota.conf')
-        with open(config, 'w') as out:
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.log_file = os.path.join(self.dir, 'placement-quota.log')
+        self.ledger_url = 'sqlite:///%s/ledger.sqlite' % self.dir
+        self.config = os.path.join(self.dir, 'placement-quota.conf')
+        with open(self.config, 'w') as out:
             out.write('[DEFAULT]\nlog_file = %s\n[database]\nconnection = '
-                      'sqlite:///%s/ledger.sqlite\n' % (log_file, directory))
+                      '%s\n[placement]\nembedded = true\n'
+                      'embedded_state_dir = %s\n'
+                      % (self.log_file, self.ledger_url,
+                         os.path.join(self.dir, 'placement')))
+
+    def accounts(self):
+        """The accounts of the command's ledger, from this process."""
+        conf = pq_conf.new_config([], config_files=[])
+        conf.set_override('connection', self.ledger_url, 'database')
+        ledger = store.Ledger.from_conf(conf)
+        self.addCleanup(ledger.dispose)
+        return service.Accounts(ledger)
+
+    def run_cli(self, *args):
         result = subprocess.run(
             [sys.executable, '-m', 'placement_quota.cmd.main',
-             '--config-file', config, 'credits', 'add', 'p-cli',
-             '--amount', '100'], capture_output=True, text=True, timeout=60)
+             '--config-file', self.config] + list(args),
+            capture_output=True, text=True, timeout=TIMEOUT)
         self.assertEqual(0, result.returncode, result.stderr)
-        with open(log_file) as f:
-            audited = [line for line in f if 'placement_quota.audit' in line]
-        self.assertEqual(1, len(audited), audited)
-        self.assertRegex(audited[0], r'INFO placement_quota.audit .*'
-                                     r'credits-add project=p-cli by=cli '
-                                     r'user=\S+ allocation=1 .*'
-                                     r': None -> 100.0 credits')
+
+    def audited(self):
+        """The messages of the audit lines of the log file."""
+        with open(self.log_file) as f:
+            return [match.group(1) for match in (
+                re.search(r' INFO placement_quota\.audit \[[^]]*\] (.*)$',
+                          line) for line in f) if match]
+
+    def test_account_set_creating_an_account_is_one_line_as_cli(self):
+        self.run_cli('account', 'set', 'physics', '--limit', 'hosts=10')
+        self.assertEqual(
+            ["account-create account=physics %s: None -> parent=None "
+             "limits={'hosts': 10} metadata={}" % CLI_BY], self.audited())
+
+    def test_account_set_changing_an_account_gives_before_and_after(self):
+        self.accounts().put('physics', {'limits': {'hosts': 10}})
+        self.run_cli('account', 'set', 'physics', '--limit', 'hosts=20')
+        self.assertEqual(
+            ["account-set account=physics %s: parent=None "
+             "limits={'hosts': 10} metadata={} -> parent=None "
+             "limits={'hosts': 20} metadata={}" % CLI_BY], self.audited())
+
+    def test_account_delete_is_one_line_as_cli(self):
+        self.accounts().put('physics', {})
+        self.run_cli('account', 'delete', 'physics')
+        self.assertEqual(['account-delete account=physics %s: live -> '
+                          'deleted' % CLI_BY], self.audited())
+
+    def test_account_recover_is_one_line_as_cli(self):
+        accounts = self.accounts()
+        accounts.put('physics', {})
+        accounts.delete('physics')
+        self.run_cli('account', 'recover', 'physics')
+        self.assertEqual(['account-recover account=physics %s: deleted -> '
+                          'live' % CLI_BY], self.audited())
+
+    def test_account_move_is_one_line_as_cli(self):
+        accounts = self.accounts()
+        accounts.put('physics', {})
+        accounts.put('chemistry', {})
+        self.run_cli('account', 'move', 'physics', '--dest', 'chemistry')
+        self.assertEqual(['account-move account=physics %s consumers=0 '
+                          'leases=0: account=physics -> account=chemistry'
+                          % CLI_BY], self.audited())
+
+    def test_credits_add_is_one_line_as_cli(self):
+        self.run_cli('credits', 'add', 'p-cli', '--amount', '100')
+        self.assertEqual(
+            ['credits-add project=p-cli %s allocation=1 end=None '
+             'start=None: None -> 100.0 credits' % CLI_BY], self.audited())

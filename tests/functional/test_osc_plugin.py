@@ -22,6 +22,7 @@ import sys
 
 import testtools
 
+from placement_quota import audit
 from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota import conf as pq_conf
@@ -138,6 +139,15 @@ class TestConfig(test_cli.CLITestCase):
         found = common.services(_FakeCommand(shell))
         self.assertIs(client.conf, found.conf)
         self.assertIs(found, common.services(_FakeCommand(shell)))
+
+    def test_changes_under_openstack_are_audited_as_the_command_lines(self):
+        manager = _FakeClientManager()
+        manager._cli_options.config = {
+            'placement_quota_config_file': [self.config('[DEFAULT]\n')]}
+        client = plugin.make_client(manager)
+        with audit.acting(None):
+            client.conf
+            self.assertEqual(audit.cli_actor(), audit.actor())
 
     def test_the_api_name_is_the_one_commands_look_up(self):
         self.assertEqual(plugin.API_NAME, main.OSC_API_NAME)
