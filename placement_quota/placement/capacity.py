@@ -213,9 +213,14 @@ def combine(inventories: dict, usages: dict
         for rc, inv in inventories.items()}
 
 
-def _read_provider(client, provider_uuid):
+def read_provider(client, provider_uuid):
     """Inventories and usages answers of one provider, two calls, re-read
-    (a few times) until both carry the same provider generation."""
+    (a few times) until both carry the same provider generation (the
+    ``resource_provider_generation`` of either answer is then the
+    generation they describe).
+
+    :raises placement_client.NotFound: for an unknown provider.
+    """
     base = '/resource_providers/%s' % parse.quote(provider_uuid, safe='')
     for attempt in range(1, CONSISTENT_READ_ATTEMPTS + 1):
         inventories = client.get(base + '/inventories')
@@ -243,7 +248,7 @@ def provider_capacity(client: placement_client.PlacementClient,
     :raises placement_client.NotFound: for an unknown provider, with
         Placement's message.
     """
-    inventories, usages = _read_provider(client, provider_uuid)
+    inventories, usages = read_provider(client, provider_uuid)
     return combine(inventories['inventories'], usages['usages'])
 
 

@@ -18,6 +18,7 @@ Placement (it accepts exactly the computed number of instances).
 import testtools
 
 from placement_quota.placement import capacity as cap
+from placement_quota.placement import capacity_view
 
 Cap = cap.ClassCapacity
 
@@ -199,3 +200,90 @@ class TestUsagesUrl(testtools.TestCase):
         self.assertEqual(
             '/usages?project_id=p+1&user_id=u%2F1&consumer_type=INSTANCE',
             cap.usages_url('p 1', 'u/1', 'INSTANCE'))
+
+
+class _FakeListingClient:
+    """Stands for Placement answering only the provider listing (a fake:
+    the view's reads are tested against the real Placement in
+    ``tests.functional.test_capacity_view``)."""
+
+    def __init__(self, providers):
+        self.providers = providers
+
+    def get(self, url):
+        assert url == '/resource_providers', url
+        return {'resource_providers': self.providers}
+
+
+def _view(*states):
+    """A view holding ``states`` as if read at their generations."""
+    view = capacity_view.CapacityView(_FakeListingClient([
+        {'uuid': s.uuid, 'name': s.uuid, 'generation': s.generation,
+         'root_provider_uuid': s.root,
+         'parent_provider_uuid': s.parent} for s in states]))
+    view._providers = {s.uuid: s for s in states}
+    return view
+
+
+def _state(uuid, parent=None, root=None, traits=(), **classes):
+    return capacity_view.ProviderState(
+        uuid, root or uuid, parent, 1,
+        {rc: Cap(total=total) for rc, total in classes.items()},
+        frozenset(traits))
+
+
+class TestViewRoom(testtools.TestCase):
+
+    def test_root_with_room_is_a_candidate_with_its_tree(self):
+        view = _view(_state('a', VCPU=8),
+                     _state('b', parent='a', root='a', CUSTOM_R=1))
+        self.assertEqual({'a': {'VCPU': 8}, 'b': {'CUSTOM_R': 1}},
+                         view.room({'VCPU': 2}))
+
+    def test_required_trait_must_be_on_the_root(self):
+        view = _view(_state('a', VCPU=8),
+                     _state('b', parent='a', root='a', traits=['GOLD']))
+        self.assertEqual({}, view.room({'VCPU': 2}, {'GOLD': 'required'}))
+
+    def test_forbidden_trait_on_the_root_excludes_its_tree(self):
+        view = _view(_state('a', traits=['GOLD'], VCPU=8))
+        self.assertEqual({}, view.room({'VCPU': 2}, {'GOLD': 'forbidden'}))
+
+    def test_only_the_trees_asked_for_are_answered(self):
+        view = _view(_state('a', VCPU=8), _state('b', VCPU=8))
+        self.assertEqual(['b'], list(view.room({'VCPU': 1}, among={'b'})))
+
+    def test_nested_provider_of_a_requested_class_means_read_live(self):
+        view = _view(_state('a', VCPU=8),
+                     _state('b', parent='a', root='a', VCPU=8))
+        self.assertIsNone(view.room({'VCPU': 1}))
+
+    def test_nested_provider_outside_the_trees_asked_for_does_not(self):
+        view = _view(_state('a', VCPU=8), _state('c', VCPU=8),
+                     _state('b', parent='a', root='a', VCPU=8))
+        self.assertEqual({'c': {'VCPU': 8}},
+                         view.room({'VCPU': 1}, among={'c'}))
+
+    def test_sharing_provider_of_a_requested_class_means_read_live(self):
+        view = _view(_state('a', VCPU=8), _state(
+            's', traits=[capacity_view.SHARING_TRAIT], DISK_GB=100))
+        self.assertIsNone(view.room({'VCPU': 1, 'DISK_GB': 1},
+                                    among={'a'}))
+
+    def test_unchanged_generations_need_no_read(self):
+        view = _view(_state('a', VCPU=8))
+        view.resync_batch = 0
+        view.refresh()
+        self.assertEqual((0, {'a': {'VCPU': 8}}),
+                         (view.reads, view.room({'VCPU': 1})))
+
+
+class TestNearLimit(testtools.TestCase):
+
+    def test_fewer_than_twice_the_asked_instances_is_near(self):
+        self.assertTrue(capacity_view.near_limit(
+            {'a': {'VCPU': 7}}, {'VCPU': 2}, 2))
+
+    def test_twice_the_asked_instances_is_not_near(self):
+        self.assertFalse(capacity_view.near_limit(
+            {'a': {'VCPU': 4}, 'b': {'VCPU': 4}}, {'VCPU': 2}, 2))

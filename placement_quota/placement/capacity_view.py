@@ -1,0 +1,360 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""A local view of every provider's capacity, kept fresh by generations.
+
+:func:`~placement_quota.placement.capacity.candidate_room` asks Placement
+``GET /allocation_candidates`` for every decision; that call grows with the
+number of hosts. :class:`CapacityView` keeps, in memory, each provider's
+inventories, usages and traits and answers the same question
+(:meth:`CapacityView.room`) without a call.
+
+**Freshness.** :meth:`CapacityView.refresh` makes one call,
+``GET /resource_providers`` (the capacity check sends no ``member_of`` or
+``in_tree``, so every provider), whose answer gives each provider's
+``generation``. Placement bumps a provider's generation on every change of
+its inventories, traits, aggregates and on every allocation written
+against it, so only providers whose generation moved are read again
+(inventories and usages with
+:func:`~placement_quota.placement.capacity.read_provider`, the same
+consistent read the capacity module uses, then traits); a provider still at
+generation 0 has nothing to read (the rule
+:mod:`~placement_quota.placement.reservations` uses for its own
+providers). After a refresh the view is at least as new as the moment the
+listing was asked for: :meth:`CapacityView.age` counts from then.
+
+One kind of change does not move a generation: Placement deletes a
+consumer's allocations (``DELETE /allocations/{consumer}``, or a consumer
+moved away from a provider) without bumping the providers they were on.
+The view can therefore miss *freed* capacity -- never used capacity: its
+room is then smaller than Placement's, the safe side. Each refresh also
+re-reads :data:`RESYNC_BATCH` unchanged providers, in turn, so a missed
+free is seen after at most ``providers / RESYNC_BATCH`` refreshes (one
+``GET .../usages`` per provider re-read so); and the capacity filter reads
+Placement live when few instances more than asked fit in the view
+(:func:`near_limit`), so a missed free never decides that too few fit.
+
+**Exactness.** :meth:`CapacityView.room` gives what ``GET
+/allocation_candidates`` gives for one unnumbered request group
+(``resources`` and ``required`` with forbidden traits, as the flavor path
+asks; no ``member_of``), when every requested class is provided by root
+providers alone: a root is a candidate when each class takes one more
+allocation of the amount (``(total - reserved) x allocation_ratio``,
+``min_unit``, ``max_unit``, ``step_size``; :func:`~placement_quota.
+placement.capacity.class_fit`) and it has every required trait and none of
+the forbidden ones; the answer holds the room of every provider of the
+candidates' trees (Placement's provider summaries since microversion
+1.29). When a requested class is also inventory of a nested provider of a
+considered tree (Placement could split the request inside the tree) or of
+a sharing provider (``MISC_SHARES_VIA_AGGREGATE``, shared through
+aggregates the view does not follow), the answer is None: the caller must
+read Placement live.
+"""
+
+import concurrent.futures
+import dataclasses
+import threading
+import time
+import typing
+
+from oslo_log import log as logging
+
+from placement_quota.placement import capacity
+from placement_quota.placement import client as placement_client
+
+LOG = logging.getLogger(__name__)
+
+#: The trait of a provider sharing its inventory through aggregates.
+SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
+#: Unchanged providers whose usages each refresh reads again, in turn (see
+#: the module docstring: frees do not move generations); one call each.
+RESYNC_BATCH = 8
+#: A decision is close to the limit when fewer than this many times the
+#: asked instances fit in the view's room (:func:`near_limit`).
+NEAR_LIMIT_FACTOR = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class ProviderState:
+    """One provider as the view knows it.
+
+    :ivar generation: the generation its inventories, usages and traits
+        were read at (-1: read while it kept changing; read again next).
+    :ivar capacities: resource class ->
+        :class:`~placement_quota.placement.capacity.ClassCapacity`.
+    """
+
+    uuid: str
+    root: str
+    parent: typing.Optional[str]
+    generation: int
+    capacities: typing.Mapping[str, capacity.ClassCapacity]
+    traits: frozenset
+
+    def room(self) -> typing.Dict[str, int]:
+        """Resource class -> ``capacity - used``, as a provider summary."""
+        return {rc: c.free for rc, c in self.capacities.items()}
+
+
+def read_state(client: placement_client.PlacementClient,
+               listed: typing.Mapping) -> ProviderState:
+    """A :class:`ProviderState` of the provider ``listed`` (an entry of
+    ``GET /resource_providers``): three calls (inventories, usages,
+    traits), with their generations checked against each other.
+
+    :raises placement_client.NotFound: when the provider is gone.
+    """
+    uuid = listed['uuid']
+    for _attempt in range(capacity.CONSISTENT_READ_ATTEMPTS):
+        inventories, usages = capacity.read_provider(client, uuid)
+        traits = client.get('/resource_providers/%s/traits' % uuid)
+        generation = inventories['resource_provider_generation']
+        if (usages['resource_provider_generation'] == generation ==
+                traits['resource_provider_generation']):
+            break
+    else:
+        generation = -1
+    return ProviderState(
+        uuid, listed.get('root_provider_uuid') or uuid,
+        listed.get('parent_provider_uuid'), generation,
+        capacity.combine(inventories['inventories'], usages['usages']),
+        frozenset(traits['traits']))
+
+
+def near_limit(room: typing.Mapping[str, typing.Mapping[str, int]],
+               request: typing.Mapping[str, int], amount: int) -> bool:
+    """Whether fewer than :data:`NEAR_LIMIT_FACTOR` x ``amount`` instances
+    of ``request`` fit in ``room`` ({provider: {class: room}}): what
+    changed since the view's last refresh could then decide."""
+    fit = sum(capacity.fit_in_room(r, request) for r in room.values())
+    return fit < NEAR_LIMIT_FACTOR * max(1, amount)
+
+
+class CapacityView:
+    """Every provider's inventories, usages and traits, in memory.
+
+    :param client: a
+        :class:`~placement_quota.placement.client.PlacementClient`.
+    :param clock: seconds, monotonic (tests pass a fake one).
+    :ivar reads: providers read so far (their states; tests and tools).
+    :ivar refreshes: refreshes made so far.
+    """
+
+    def __init__(self, client, clock=time.monotonic,
+                 resync_batch=RESYNC_BATCH,
+                 max_workers=capacity.MAX_WORKERS):
+        self.client = client
+        self.clock = clock
+        self.resync_batch = resync_batch
+        self.max_workers = max_workers
+        self.reads = 0
+        self.refreshes = 0
+        self._providers = {}
+        self._names = {}
+        self._as_of = None
+        self._resync_from = ''
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread = None
+
+    # --- freshness ----------------------------------------------------------
+
+    def age(self) -> typing.Optional[float]:
+        """Seconds since the listing of the last refresh was asked for
+        (None before the first refresh)."""
+        as_of = self._as_of
+        return None if as_of is None else max(0.0, self.clock() - as_of)
+
+    def refresh(self) -> float:
+        """Bring the view up to date now; return its age (about 0)."""
+        with self._lock:
+            self._refresh()
+        return self.age()
+
+    def ensure_fresh(self, max_age: float) -> float:
+        """Refresh unless the view is younger than ``max_age`` seconds;
+        return its age. Callers arriving during a refresh wait for it and
+        use it."""
+        age = self.age()
+        if age is not None and age < max_age:
+            return age
+        with self._lock:
+            age = self.age()
+            if age is None or age >= max_age:
+                self._refresh()
+        return self.age()
+
+    def _refresh(self):
+        started = self.clock()
+        listing = self.client.get('/resource_providers')['resource_providers']
+        known = self._providers
+        kept = {}
+        to_read = []
+        for listed in listing:
+            state = known.get(listed['uuid'])
+            if listed['generation'] == 0:
+                # Never changed: no inventory, usage or trait to read.
+                kept[listed['uuid']] = ProviderState(
+                    listed['uuid'], listed.get('root_provider_uuid') or
+                    listed['uuid'], listed.get('parent_provider_uuid'), 0,
+                    {}, frozenset())
+            elif state is None or state.generation != listed['generation']:
+                to_read.append(listed)
+            else:
+                root = listed.get('root_provider_uuid') or listed['uuid']
+                parent = listed.get('parent_provider_uuid')
+                if (root, parent) != (state.root, state.parent):
+                    # Re-parented: the tree comes from the listing.
+                    state = dataclasses.replace(state, root=root,
+                                                parent=parent)
+                kept[listed['uuid']] = state
+        resync = self._resync(listing, kept)
+        states = self._read_all(to_read + resync)
+        kept.update((s.uuid, s) for s in states if s is not None)
+        self._providers = kept
+        self._names = {listed['name']: listed['uuid'] for listed in listing
+                       if listed['uuid'] in kept}
+        self._as_of = started
+        self.refreshes += 1
+        LOG.debug('Capacity view refreshed: %d providers, %d read again, in '
+                  '%.3f s.', len(kept), len(to_read),
+                  self.clock() - started)
+
+    def _resync(self, listing, kept):
+        """Up to :attr:`resync_batch` unchanged providers with a usage,
+        the next ones after the last batch (UUID order, wrapping round)."""
+        if not self.resync_batch:
+            return []
+        by_uuid = {listed['uuid']: listed for listed in listing}
+        candidates = sorted(uuid for uuid, state in kept.items()
+                            if state.capacities and uuid in by_uuid)
+        after = [uuid for uuid in candidates if uuid > self._resync_from]
+        batch = (after + candidates[:len(candidates) - len(after)])[
+            :self.resync_batch]
+        self._resync_from = batch[-1] if batch else ''
+        return [kept.pop(uuid) for uuid in batch]
+
+    def _read_all(self, listed):
+        """Fresh states of ``listed``: listing entries (read whole) and
+        known states (:meth:`_usages`)."""
+        def read(entry):
+            try:
+                if isinstance(entry, ProviderState):
+                    return self._usages(entry)
+                return read_state(self.client, entry)
+            except placement_client.NotFound:
+                return None  # deleted since the listing
+        if not listed:
+            return []
+        self.reads += len(listed)
+        if len(listed) <= self.max_workers:
+            # A usual refresh: a few reads, no pool of threads competing
+            # with the decisions of this process for the interpreter.
+            return [read(entry) for entry in listed]
+        with concurrent.futures.ThreadPoolExecutor(
+                max_workers=max(1, min(self.max_workers,
+                                       len(listed)))) as pool:
+            return list(pool.map(read, listed))
+
+    def _usages(self, state):
+        """``state`` with its usages read again (one call): a known
+        provider whose generation did not move has the same inventories
+        and traits, only frees may have gone unannounced. Read whole when
+        the generation moved meanwhile."""
+        body = self.client.get('/resource_providers/%s/usages' % state.uuid)
+        if body['resource_provider_generation'] != state.generation:
+            return read_state(self.client, {
+                'uuid': state.uuid, 'root_provider_uuid': state.root,
+                'parent_provider_uuid': state.parent})
+        used = body['usages']
+        return dataclasses.replace(state, capacities={
+            rc: dataclasses.replace(c, used=int(used.get(rc, 0)))
+            for rc, c in state.capacities.items()})
+
+    # --- the background refresh ---------------------------------------------
+
+    def start(self, interval: float):
+        """Refresh now and then every ``interval`` seconds, in a daemon
+        thread (until :meth:`stop`); a failed refresh is logged and
+        retried at the next turn, the view keeping its last state and
+        age."""
+        self.interval = interval
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stopping.clear()
+        self._thread = threading.Thread(
+            target=self._run, name='capacity-view', daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        wait = 0
+        while not self._stopping.wait(wait):
+            wait = self.interval
+            try:
+                self.refresh()
+            except Exception as exc:  # keep refreshing whatever happens
+                LOG.warning('Capacity view refresh failed (the view is %s '
+                            's old): %s', self.age(), exc)
+
+    def stop(self, timeout=10.0):
+        """Stop the background refresh and wait for it to end."""
+        self._stopping.set()
+        thread, self._thread = self._thread, None
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+
+    # --- answers ------------------------------------------------------------
+
+    def uuid_of(self, name: str) -> typing.Optional[str]:
+        """The UUID of the provider named ``name`` at the last refresh
+        (None: unknown then)."""
+        return self._names.get(name)
+
+    def room(self, request: typing.Mapping[str, int],
+             traits: typing.Optional[typing.Mapping[str, str]] = None,
+             among: typing.Optional[typing.Collection[str]] = None
+             ) -> typing.Optional[typing.Dict[str, typing.Dict[str, int]]]:
+        """What :func:`~placement_quota.placement.capacity.candidate_room`
+        would answer, from the view (no call); limited to the trees of the
+        roots ``among`` when given. None when it cannot be exact (see the
+        module docstring): read Placement instead.
+
+        :raises ValueError: as :func:`~placement_quota.placement.capacity.
+            validate_request`.
+        """
+        request = capacity.validate_request(request)
+        providers = self._providers
+        wanted = set(request)
+        required = {n for n, v in (traits or {}).items() if v == 'required'}
+        forbidden = {n for n, v in (traits or {}).items()
+                     if v == 'forbidden'}
+        trees = {}
+        for state in providers.values():
+            if among is not None and state.root not in among:
+                if SHARING_TRAIT in state.traits and \
+                        wanted.intersection(state.capacities):
+                    return None
+                continue
+            if wanted.intersection(state.capacities) and (
+                    state.parent is not None or
+                    SHARING_TRAIT in state.traits):
+                return None
+            trees.setdefault(state.root, []).append(state)
+        found = {}
+        for root_uuid, members in trees.items():
+            root = providers.get(root_uuid)
+            if root is None or required - root.traits or \
+                    forbidden & root.traits:
+                continue
+            if all(capacity.class_fit(root.capacities.get(rc), amount)
+                   for rc, amount in request.items()):
+                found.update((m.uuid, m.room()) for m in members)
+        return found

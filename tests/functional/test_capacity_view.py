@@ -1,0 +1,330 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The local capacity view against the real Placement of this test process:
+its answer is Placement's own ``GET /allocation_candidates`` answer, on
+randomized clouds, and changes made behind its back are seen in time.
+
+Each test (and each generated cloud) uses resource classes of its own, so
+providers other tests made never take part. A test class shares one view
+(:class:`SharedView`): its first read is of every provider of this
+process's Placement, later ones only of what changed."""
+
+import os
+import time
+import uuid
+
+import hypothesis
+from hypothesis import strategies as st
+import testtools
+
+from placement_quota import conf as pq_conf
+from placement_quota import filters as filters_mod
+from placement_quota.filters import capacity as capacity_filter
+from placement_quota.filters import chain as chain_mod
+from placement_quota.placement import capacity
+from placement_quota.placement import capacity_view
+from placement_quota.placement import client as placement_client
+from placement_quota.placement import embedded
+from tests.builders import day
+from tests.builders import instances
+from tests.builders import lease
+from tests.fixtures import placement as placement_fixtures
+from tests import ledger_helpers
+from tests.unit.filters import base
+
+TRAITS = ('CUSTOM_CAPVIEW_GOLD', 'CUSTOM_CAPVIEW_FAST')
+RATIOS = (0.5, 1.0, 1.5, 3.0, 16.0)
+
+
+def inventories():
+    """One class's inventory, as Placement takes it."""
+    return st.integers(1, 40).flatmap(lambda total: st.fixed_dictionaries({
+        'total': st.just(total),
+        'reserved': st.integers(0, total // 2),
+        'allocation_ratio': st.sampled_from(RATIOS),
+        'min_unit': st.integers(1, 2),
+        'max_unit': st.integers(2, 12),
+        'step_size': st.integers(1, 2)}))
+
+
+def providers():
+    """A root provider: inventories of classes 0 and 1, traits, amounts
+    allocated (those Placement refuses are skipped), and maybe a nested
+    provider holding another class only."""
+    return st.fixed_dictionaries({
+        'inventories': st.dictionaries(st.sampled_from([0, 1]),
+                                       inventories(), max_size=2),
+        'traits': st.sets(st.sampled_from(TRAITS)),
+        'allocations': st.lists(st.tuples(st.sampled_from([0, 1]),
+                                          st.integers(1, 12)), max_size=3),
+        'child': st.booleans(),
+        'child_traits': st.sets(st.sampled_from(TRAITS))})
+
+
+def requests():
+    """An instance size over classes 0 and 1, and its traits."""
+    return st.tuples(
+        st.integers(1, 6), st.integers(0, 6),
+        st.dictionaries(st.sampled_from(TRAITS),
+                        st.sampled_from(['required', 'forbidden'])))
+
+
+class SharedView:
+    """Per test class: this process's Placement behind an intercept,
+    :attr:`client` and :attr:`view` on it, and :attr:`other`, another
+    writer (nova-compute, the scheduler) behind the view's back."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.shared_placement = placement_fixtures.PlacementInProcess()
+        cls.shared_placement.setUp()
+        cls.client = placement_client.PlacementClient.from_endpoint(
+            cls.shared_placement.endpoint, embedded.NOAUTH_HEADERS)
+        cls.other = placement_client.PlacementClient.from_endpoint(
+            cls.shared_placement.endpoint, embedded.NOAUTH_HEADERS)
+        for trait in TRAITS:
+            cls.other.put('/traits/%s' % trait)
+        cls.view = capacity_view.CapacityView(cls.client)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.view.stop()
+        cls.shared_placement.cleanUp()
+        super().tearDownClass()
+
+
+class ViewTestCase(SharedView, testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.addCleanup(self.view.stop)
+        self.addCleanup(setattr, self.view, 'resync_batch',
+                        self.view.resync_batch)
+        self.addCleanup(setattr, self.view, 'clock', self.view.clock)
+
+    def classes(self, count=2):
+        """``count`` new resource classes."""
+        names = ['CUSTOM_CAPVIEW_%s' % uuid.uuid4().hex.upper()
+                 for _ in range(count)]
+        for name in names:
+            self.other.put('/resource_classes/%s' % name)
+        return names
+
+    def provider(self, inventories=None, traits=(), parent=None):
+        body = {'name': 'capview-%s' % uuid.uuid4().hex}
+        if parent:
+            body['parent_provider_uuid'] = parent
+        rp = self.other.post('/resource_providers', json=body).json()
+        generation = rp['generation']
+        if inventories:
+            generation = self.other.put(
+                '/resource_providers/%s/inventories' % rp['uuid'], json={
+                    'resource_provider_generation': generation,
+                    'inventories': inventories}).json()[
+                'resource_provider_generation']
+        if traits:
+            self.other.put('/resource_providers/%s/traits' % rp['uuid'],
+                           json={'resource_provider_generation': generation,
+                                 'traits': sorted(traits)})
+        return rp['uuid']
+
+    def allocate(self, provider_uuid, **resources):
+        """A new consumer's allocation, written behind the view; its UUID
+        (None when Placement refuses it)."""
+        consumer = str(uuid.uuid4())
+        try:
+            self.other.put('/allocations/%s' % consumer, json={
+                'allocations': {provider_uuid: {'resources': resources}},
+                'project_id': 'p', 'user_id': 'u',
+                'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+        except placement_client.PlacementError:
+            return None
+        return consumer
+
+    def assertAgrees(self, request, traits=None):
+        live = capacity.candidate_room(self.client, request, traits)
+        self.assertEqual(live, self.view.room(request, traits))
+        return live
+
+
+class TestCapacityView(ViewTestCase):
+
+    @hypothesis.settings(max_examples=20, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(st.lists(providers(), min_size=1, max_size=3),
+                      requests())
+    def test_room_equals_allocation_candidates_on_random_clouds(
+            self, cloud, request):
+        names = self.classes(3)
+        for spec in cloud:
+            rp = self.provider({names[i]: inv for i, inv in
+                                spec['inventories'].items()}, spec['traits'])
+            if spec['child']:
+                self.provider({names[2]: {'total': 4}}, spec['child_traits'],
+                              parent=rp)
+            for i, amount in spec['allocations']:
+                inventory = spec['inventories'].get(i)
+                if inventory and inventory['min_unit'] <= amount <= \
+                        inventory['max_unit'] and \
+                        not amount % inventory['step_size']:
+                    # (Others Placement refuses: no call for them.)
+                    self.allocate(rp, **{names[i]: amount})
+        first, second, traits = request
+        size = {names[0]: first}
+        if second:
+            size[names[1]] = second
+        self.view.refresh()
+        self.assertAgrees(size, traits)
+
+    def test_incremental_refresh_reads_only_changed_providers(self):
+        rc, = self.classes(1)
+        a = self.provider({rc: {'total': 10}})
+        self.provider({rc: {'total': 10}})
+        self.view.resync_batch = 0
+        self.view.refresh()
+        reads = self.view.reads
+        self.allocate(a, **{rc: 3})
+        self.view.refresh()
+        self.assertEqual(1, self.view.reads - reads)
+        self.assertEqual(7, self.assertAgrees({rc: 1})[a][rc])
+
+    def host(self):
+        """A new class and a provider with 10 of it."""
+        self.rc, = self.classes(1)
+        self.rp = self.provider({self.rc: {'total': 10}})
+
+    def test_allocation_is_seen_once_the_view_is_older_than_max_age(self):
+        self.host()
+        now = [1000.0]
+        view = self.view
+        view.clock = lambda: now[0]
+        view.refresh()
+        self.allocate(self.rp, **{self.rc: 4})
+        now[0] += 4.9
+        view.ensure_fresh(5)
+        self.assertEqual(10, view.room({self.rc: 1})[self.rp][self.rc])
+        now[0] += 0.1
+        self.assertEqual(0.0, view.ensure_fresh(5))
+        self.assertEqual(6, view.room({self.rc: 1})[self.rp][self.rc])
+
+    def test_background_refresh_sees_allocation_within_max_age(self):
+        self.host()
+        max_age = 2.0
+        self.view.refresh()
+        self.view.start(max_age / 2)
+        self.allocate(self.rp, **{self.rc: 4})
+        made = time.monotonic()
+        while self.view.room({self.rc: 1})[self.rp][self.rc] != 6:
+            self.assertLess(time.monotonic() - made, max_age)
+            time.sleep(0.05)
+
+    def test_stop_ends_the_background_thread(self):
+        self.view.start(0.05)
+        thread = self.view._thread
+        self.view.stop()
+        self.assertFalse(thread.is_alive())
+
+    def test_freed_allocation_is_seen_by_the_resync(self):
+        self.host()
+        # Placement does not bump a generation when it deletes allocations.
+        consumer = self.allocate(self.rp, **{self.rc: 4})
+        self.view.refresh()
+        self.other.delete('/allocations/%s' % consumer)
+        self.view.resync_batch = 0
+        self.view.refresh()
+        self.assertEqual(6, self.view.room({self.rc: 1})[self.rp][self.rc])
+        self.view.resync_batch = 10 ** 6
+        self.view.refresh()
+        self.assertAgrees({self.rc: 1})
+
+    def test_deleted_provider_leaves_the_view(self):
+        self.host()
+        self.view.refresh()
+        self.other.delete('/resource_providers/%s' % self.rp)
+        self.view.refresh()
+        self.assertEqual({}, self.view.room({self.rc: 1}))
+
+    def test_class_on_a_nested_provider_needs_a_live_read(self):
+        rc, = self.classes(1)
+        root = self.provider({rc: {'total': 4}})
+        self.provider({rc: {'total': 4}}, parent=root)
+        self.view.refresh()
+        self.assertIsNone(self.view.room({rc: 1}))
+
+    def test_class_on_a_sharing_provider_needs_a_live_read(self):
+        rc, = self.classes(1)
+        self.provider({rc: {'total': 4}}, traits=[
+            capacity_view.SHARING_TRAIT])
+        self.view.refresh()
+        self.assertIsNone(self.view.room({rc: 1}))
+
+    def test_nested_provider_of_another_class_keeps_the_view_exact(self):
+        rc, other = self.classes(2)
+        root = self.provider({rc: {'total': 4}})
+        self.provider({other: {'total': 4}}, parent=root)
+        self.view.refresh()
+        self.assertEqual(2, len(self.assertAgrees({rc: 1})))
+
+
+class TestFilterWithMaxAge(SharedView, ledger_helpers.PlacementHelpers,
+                           base.LedgerTestCase):
+    """PlacementCapacityFilter with ``capacity_max_age``: its decisions
+    come from the view, say how old it was, and go live near the limit."""
+
+    filter_class = capacity_filter.PlacementCapacityFilter
+    options = {('enforcement', 'capacity_max_age'): 60}
+
+    def placement(self):
+        return self.in_process_placement()
+
+    def setUp(self):
+        super().setUp()
+        self.host1, self.uuid1 = self.compute_node(vcpus=64)
+        self.host2, self.uuid2 = self.compute_node(vcpus=64)
+        self.both = (self.host1, self.host2)
+        # The class's view, already read once (the filter would make its
+        # own at its first decision, and read live meanwhile).
+        self.filter._view = self.view
+        self.view.refresh()
+        self.addCleanup(self.filter.close)
+
+    def prepared(self, amount):
+        return self.filter.prepare(self.context(), self.lease(amount))
+
+    def lease(self, amount):
+        return self.filter.lease(lease(day(2), day(3), instances(
+            amount, vcpus=4, hosts=self.both)))
+
+    def test_far_from_the_limit_the_view_decides(self):
+        time.sleep(0.05)
+        read = self.prepared(1)
+        self.assertGreater(list(read.ages.values())[0], 0.0)
+
+    def test_near_the_limit_placement_is_read_live(self):
+        # Behind the view's back: 120 of the 128 VCPU are taken.
+        self.allocate(self.uuid1, 'someone', VCPU=60)
+        self.allocate(self.uuid2, 'someone', VCPU=60)
+        # 20 asked, 32 fit in the view: near its limit, so read live.
+        message = self.assertDenied(self.create, lease(
+            day(2), day(3), instances(20, vcpus=4, hosts=self.both)))
+        self.assertEqual('Only 2 instances of DISK_GB=1, MEMORY_MB=512, '
+                         'VCPU=4 fit on the 2 eligible hosts now; the '
+                         'reservation asks for 20.', message)
+
+    def test_deprecated_capacity_cache_ttl_sets_max_age(self):
+        path = os.path.join(self.tmp, 'old.conf')
+        with open(path, 'w') as f:
+            f.write('[enforcement]\ncapacity_cache_ttl = 7\n')
+        conf = pq_conf.new_config([], config_files=[path])
+        chain_mod.register_filter_opts(conf, filters_mod.all_filters)
+        self.assertEqual(7, conf.enforcement.capacity_max_age)
