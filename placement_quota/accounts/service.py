@@ -38,6 +38,7 @@ import collections
 import datetime
 import threading
 import time
+from urllib import parse
 
 from oslo_log import log as logging
 
@@ -142,8 +143,9 @@ class Accounts:
             until = model.iso(row.deleted_at + self.recovery_period)
             raise errors.Gone(
                 'Account %r was deleted at %s; it can be recovered until %s '
-                '(POST .../action/recover)'
-                % (account_id, model.iso(row.deleted_at), until),
+                '(POST /v1/%s/action/recover)'
+                % (account_id, model.iso(row.deleted_at), until,
+                   parse.quote(account_id, safe='')),
                 field=field, value=account_id,
                 deleted_at=model.iso(row.deleted_at),
                 recoverable_until=until)

@@ -65,6 +65,7 @@ LEDGER_COMMANDS = {
     'credits_add': ['credits', 'add', 'project', '--amount', '5'],
     'credits_list': ['credits', 'list', 'project'],
     'account_list': ['account', 'list'],
+    'db_purge': ['db', 'purge', '--before', '2026-01-01', '--dry-run'],
 }
 
 #: ``[placement]`` of each broken Placement, and what stderr must say.
