@@ -39,11 +39,14 @@ the locks):
 * and ``amount`` instances of the requested size must fit on the eligible
   hosts one by one (a host holds whole instances only).
 
-The cloud-wide ledger lock is held, so two admissions never hand out the
-same free capacity. Placement is read before it is taken
-(:meth:`PlacementCapacityFilter.prepare`): the eligible hosts and their
-room, as Placement reports them then; the check under the lock adds the
-ledger's peaks to that.
+The locks of the capacity pools the lease takes room from are held
+(:meth:`PlacementCapacityFilter.lease_locks`: one per allocated host and
+the cloud row shared, or the cloud row exclusively when the hosts are not
+known), so two admissions never hand out the same free capacity, and
+admissions on disjoint hosts do not wait for each other. Placement is
+read before they are taken (:meth:`PlacementCapacityFilter.prepare`): the
+eligible hosts and their room, as Placement reports them then; the check
+under the locks adds the ledger's peaks to that.
 
 With ``capacity_max_age`` above 0 the room comes from a local view of the
 providers (:mod:`~placement_quota.placement.capacity_view`) at most that
@@ -66,6 +69,7 @@ from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
 from placement_quota.ledger import accounting
+from placement_quota.ledger import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import window
 from placement_quota import lease as lease_model
@@ -216,8 +220,24 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         return capacity.candidate_room(client, size, {
             name: value for name, value in traits.items() if name in known})
 
-    def ledger_locks(self, context):
-        return [models.GLOBAL_LOCK]
+    def lease_locks(self, lease):
+        """The capacity pools the lease's instances take room from: one
+        per allocated host, with the cloud row shared (admissions on
+        disjoint hosts do not wait for each other); the cloud row
+        exclusively when the hosts are not known (the check then counts
+        every host). None without instance reservations."""
+        reservations = _instance_reservations(lease)
+        if not reservations:
+            return []
+        names = set()
+        if self.conf.enforcement.capacity_hosts == 'allocations':
+            for reservation in reservations:
+                names.update(accounting.host_names(reservation))
+        if not names:
+            return [models.GLOBAL_LOCK]
+        return [locks.host_pool_lock(name.replace(' ', '%20'))
+                for name in sorted(names)] + [
+                    locks.shared(models.GLOBAL_LOCK)]
 
     def _uuid(self, client, name):
         uuid = self._uuids.get(name)

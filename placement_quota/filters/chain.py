@@ -459,8 +459,9 @@ class FilterChain:
             flavors = self._prefetch(counting[0], kind, context, lease)
         for filter_ in ledger_filters:
             try:
-                names = filter_.ledger_locks(context)
+                names = list(filter_.ledger_locks(context))
                 if kind != admission_mod.ON_END:
+                    names += filter_.lease_locks(lease)
                     with ledger_base.flavors_prefetched(flavors):
                         prepared[filter_] = filter_.prepare(context, lease)
             except (base.EnforcementDenied, lease_model.PayloadError):

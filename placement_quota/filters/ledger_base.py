@@ -176,9 +176,14 @@ class LedgerFilter(base.BaseFilter):
         self.host_resources = services.host_resources
 
     def ledger_locks(self, context):
-        """Ledger lock names needed beyond the project's own, in order
-        (a tree root, then :data:`~placement_quota.ledger.models.
-        GLOBAL_LOCK`)."""
+        """Ledger lock names needed beyond the project's own (a tree
+        root...); see also :meth:`lease_locks`."""
+        return []
+
+    def lease_locks(self, lease):
+        """Ledger lock names a create or update of ``lease`` (its new
+        state) needs beyond :meth:`ledger_locks` (capacity pools...).
+        None by default."""
         return []
 
     def prepare(self, context, lease):
@@ -205,7 +210,9 @@ class LedgerFilter(base.BaseFilter):
             return
         prepared = {}
         host_resources = flavors = None
+        locks = list(self.ledger_locks(context))
         if kind != admission_mod.ON_END:
+            locks += self.lease_locks(lease)
             if self.uses_flavors:
                 flavors = prefetch_flavors(self, lease)
             with flavors_prefetched(flavors):
@@ -214,7 +221,7 @@ class LedgerFilter(base.BaseFilter):
         with ledger_denials():
             with admission_mod.admit(
                     self.ledger, kind, context, lease, current_lease,
-                    locks=self.ledger_locks(context),
+                    locks=locks,
                     host_resources=host_resources,
                     prepared=prepared, flavors=flavors) as adm:
                 yield adm

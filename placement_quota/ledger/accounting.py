@@ -228,3 +228,30 @@ def instance_size(reservation):
         if value:
             size[resource[len('class:'):]] = value
     return size
+
+
+#: The reservation types whose allocated hosts an entry records.
+INSTANCE_TYPES = (lease_model.INSTANCE, lease_model.FLAVOR)
+
+
+def instance_hosts(lease_body):
+    """Host names of the instance reservations (``virtual:instance`` and
+    ``flavor:instance``) of a lease body, spaces as ``%20``: the capacity
+    pools (ledger/locks.py) the entry takes room from."""
+    names = set()
+    for reservation in (lease_body or {}).get('reservations') or ():
+        if reservation.get('resource_type') not in INSTANCE_TYPES:
+            continue
+        for allocation in reservation.get('allocations') or ():
+            name = allocation.get('hypervisor_hostname')
+            if isinstance(name, str) and name:
+                names.add(name.replace(' ', '%20'))
+    return names
+
+
+def instance_columns(amounts, lease_body=None):
+    """The ``instance_*`` columns of an entry holding ``amounts``."""
+    return {'instance_vcpus': amounts.get(VCPU, 0),
+            'instance_memory_mb': amounts.get(MEMORY_MB, 0),
+            'instance_disk_gb': amounts.get(DISK_GB, 0),
+            'instance_hosts': ' '.join(sorted(instance_hosts(lease_body)))}

@@ -13,9 +13,10 @@
 
 The filter chain opens an :class:`Admission` around all the filters that
 use the ledger (:func:`admit`): one database transaction that locks the
-project (and what the policies ask for: the tree root, the cloud-wide
-row), gives each policy the ledger's view of the lease's time window, and,
-when every filter allowed it, records the outcome:
+project (and what the policies ask for: the tree root, the capacity
+pools, the cloud-wide row), gives each policy the ledger's view of the
+lease's time window, and, when every filter allowed it, records the
+outcome:
 
 * check-create: a new entry, pending, with its amounts and its charge;
 * check-update: the lease's entry replaced by the new state, and the

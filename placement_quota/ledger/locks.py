@@ -35,12 +35,25 @@ caller names its locks in:
 A transaction takes all its locks at its start; taking one that sorts
 before a lock it already holds is refused
 (:class:`~placement_quota.ledger.errors.LedgerError`).
+
+**Capacity pools.** An instance admission whose hosts are known (Blazar's
+allocations) locks one pool per host (:func:`host_pool_lock`) and the
+cloud row in *shared* mode (:func:`shared`; ``SELECT ... FOR SHARE``):
+admissions on disjoint hosts never wait for each other, those sharing a
+host do. An instance admission whose hosts are not known counts the
+instances of every host, so it locks the cloud row exclusively: it waits
+for every pool admission and they wait for it. A shared lock is never
+upgraded: a transaction asking for both modes of the cloud row takes the
+exclusive one only. On SQLite every transaction holds the database's one
+write lock, so all of this is one lock there.
 """
 
 from placement_quota.ledger import models
 
 #: The prefix of the lock of a capacity pool (see :func:`pool_lock`).
 POOL_PREFIX = '*pool:'
+#: The suffix of the name of a lock taken in shared mode (:func:`shared`).
+SHARED_SUFFIX = ' (shared)'
 
 # Lock kinds, in the order of :func:`lock_order`.
 _PROJECT, _ACCOUNTS, _POOL, _CLOUD = range(4)
@@ -51,8 +64,29 @@ def pool_lock(name):
     return POOL_PREFIX + name
 
 
+def host_pool_lock(host_name):
+    """The lock of the capacity pool of one host (its instances)."""
+    return pool_lock('host:' + host_name)
+
+
+def shared(key):
+    """The lock ``key`` taken in shared mode: transactions holding it
+    shared do not wait for each other; one taking it exclusively waits
+    for them all (and they for it)."""
+    return key + SHARED_SUFFIX
+
+
+def lock_row(key):
+    """``(row, is_shared)``: the lock row a lock name takes, and in
+    which mode."""
+    if key.endswith(SHARED_SUFFIX):
+        return key[:-len(SHARED_SUFFIX)], True
+    return key, False
+
+
 def lock_kind(key):
     """The rank of a lock's kind in :func:`lock_order`."""
+    key = lock_row(key)[0]
     if key == models.GLOBAL_LOCK:
         return _CLOUD
     if key.startswith(POOL_PREFIX):
@@ -64,12 +98,15 @@ def lock_kind(key):
 
 def lock_key(key):
     """The place of a lock in :func:`lock_order`: its kind, then its
-    name."""
-    return (lock_kind(key), key)
+    row's name (both modes of one row sort together)."""
+    return (lock_kind(key), lock_row(key)[0])
 
 
 def lock_order(keys):
     """``keys`` (lock names) in the one order every writer takes them:
     projects, ``*accounts``, capacity pools, ``*``; by name within a
-    kind; each once."""
-    return sorted(set(keys), key=lock_key)
+    kind; each row once (exclusively when it is named in both modes)."""
+    keys = set(keys)
+    keys = {key for key in keys
+            if not (lock_row(key)[1] and lock_row(key)[0] in keys)}
+    return sorted(keys, key=lock_key)

@@ -17,7 +17,8 @@ are exact on every database.
 ``projects`` has one row per project that ever asked: the row every
 admission of that project locks (``SELECT ... FOR UPDATE``) before reading
 and writing, so that two service processes never admit past a limit
-together. Row ``*`` is the cloud-wide lock the capacity policy takes.
+together. Row ``*`` is the cloud-wide lock, and rows ``*pool:...`` the
+capacity pools, the capacity policy takes (ledger/locks.py).
 """
 
 import sqlalchemy as sa
@@ -47,8 +48,9 @@ REFUND_END = 'end'
 REFUND_ABANDON = 'abandon'
 CHARGE_REOPEN = 'reopen'
 
-#: The cloud-wide lock (the capacity policy's); the lock order of every
-#: writer is in ledger/locks.py.
+#: The cloud-wide lock (the capacity policy's: shared beside the pools of
+#: known hosts, exclusive otherwise); the lock order of every writer is in
+#: ledger/locks.py. Migration 0005 inserts its row.
 GLOBAL_LOCK = '*'
 #: The lock of the account hierarchy (the admin API's account changes).
 ACCOUNTS_LOCK = '*accounts'

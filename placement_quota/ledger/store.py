@@ -286,10 +286,11 @@ class Transaction:
             # transaction is inserting is waited for like a lock.
             self.connection.exec_driver_sql(
                 "SET LOCAL lock_timeout = '%ds'" % self.ledger.lock_timeout)
-        for project_id in wanted:
+        for key in wanted:
+            project_id, is_shared = locks.lock_row(key)
             select = (sa.select(models.projects.c.project_id)
                       .where(models.projects.c.project_id == project_id)
-                      .with_for_update())
+                      .with_for_update(read=is_shared))
             if dialect in engine.MYSQL:
                 # An existing row is locked at once: INSERT IGNORE of a
                 # row that exists takes a shared lock, which two
@@ -301,7 +302,7 @@ class Transaction:
                 self._ensure_project(project_id)
                 if dialect != 'sqlite':
                     self.connection.execute(select)
-            self.locked.append(project_id)
+            self.locked.append(key)
 
     def _ensure_project(self, project_id):
         table = models.projects
@@ -449,8 +450,8 @@ class Transaction:
         values.setdefault('created_at', self.now)
         values.setdefault('effective_end', values['end_date'])
         values['duration_s'] = duration(values)
-        values.update(instance_columns(values['amounts'],
-                                       values.get('lease')))
+        values.update(accounting.instance_columns(
+            values['amounts'], values.get('lease')))
         result = self.connection.execute(
             models.leases.insert().values(**values))
         return result.inserted_primary_key[0]
@@ -460,8 +461,8 @@ class Transaction:
         if 'start_date' in values:
             values['duration_s'] = duration(values)
         if 'amounts' in values:
-            values.update(instance_columns(values['amounts'],
-                                           values.get('lease')))
+            values.update(accounting.instance_columns(
+                values['amounts'], values.get('lease')))
         self.connection.execute(
             models.leases.update().where(models.leases.c.id == row_id)
             .values(**values))
@@ -539,27 +540,6 @@ def earliest_start(start, longest):
         return start - datetime.timedelta(seconds=longest)
     except OverflowError:
         return None
-
-
-def instance_hosts(lease_body):
-    """Host names of the instance reservations of a lease body."""
-    names = set()
-    for reservation in (lease_body or {}).get('reservations') or ():
-        if reservation.get('resource_type') != 'virtual:instance':
-            continue
-        for allocation in reservation.get('allocations') or ():
-            name = allocation.get('hypervisor_hostname')
-            if isinstance(name, str) and name:
-                names.add(name.replace(' ', '%20'))
-    return names
-
-
-def instance_columns(amounts, lease_body=None):
-    """The ``instance_*`` columns of an entry holding ``amounts``."""
-    return {'instance_vcpus': amounts.get(accounting.VCPU, 0),
-            'instance_memory_mb': amounts.get(accounting.MEMORY_MB, 0),
-            'instance_disk_gb': amounts.get(accounting.DISK_GB, 0),
-            'instance_hosts': ' '.join(sorted(instance_hosts(lease_body)))}
 
 
 def state_at(row, now):

@@ -143,7 +143,7 @@ def seed_ledger(ledger, projects, leases, hosts, rng):
             effective_end=end, state=models.PENDING, amounts=amounts,
             duration_s=int((end - start).total_seconds()),
             lease=body, hourly_rate=0, charged=0, created_at=now,
-            **store.instance_columns(amounts, body)))
+            **accounting.instance_columns(amounts, body)))
     with ledger.engine.begin() as connection:
         for chunk in range(0, len(rows), 5000):
             connection.execute(models.leases.insert(),

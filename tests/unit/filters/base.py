@@ -66,8 +66,7 @@ class LedgerTestCase(ledger_helpers.LedgerHelpers, testtools.TestCase):
         self.tmp = self.useFixture(fixtures.TempDir()).path
         self.conf = pq_conf.new_config([], config_files=[])
         chain_mod.register_filter_opts(self.conf, filters_mod.all_filters)
-        self.conf.set_override('connection', 'sqlite:///' + os.path.join(
-            self.tmp, 'ledger.sqlite'), 'ledger')
+        self.conf.set_override('connection', self.ledger_url(), 'ledger')
         self.conf.set_override('count_host_resources', False, 'ledger')
         # A test waiting on its own lock fails fast.
         self.conf.set_override('lock_timeout', 2, 'ledger')
@@ -83,6 +82,10 @@ class LedgerTestCase(ledger_helpers.LedgerHelpers, testtools.TestCase):
         self.ledger = self.services.ledger
         self.ledger.clock = lambda: self.now
         self._filter = None
+
+    def ledger_url(self):
+        """The ledger database (a SQLite file in :attr:`tmp`)."""
+        return 'sqlite:///' + os.path.join(self.tmp, 'ledger.sqlite')
 
     def placement(self):
         return NoPlacement()

@@ -15,6 +15,7 @@
 import datetime
 
 from placement_quota.filters import capacity
+from placement_quota.ledger import locks
 from placement_quota.ledger import models
 from tests.builders import day
 from tests.builders import hosts
@@ -113,9 +114,31 @@ class TestPlacementCapacityFilter(ledger_helpers.PlacementHelpers,
                                                     hosts=self.both)))
         self.assertEqual(1, len(self.entries()))
 
-    def test_admission_takes_the_cloud_wide_lock(self):
-        self.assertEqual([models.GLOBAL_LOCK], self.filter.ledger_locks(
-            self.filter.context(self.context())))
+    def test_admission_on_allocated_hosts_locks_their_pools(self):
+        found = self.filter.lease_locks(self.filter.lease(lease(
+            day(2), day(3), instances(2, vcpus=4, hosts=self.both))))
+        self.assertEqual(sorted(locks.host_pool_lock(name)
+                                for name in self.both) +
+                         [locks.shared(models.GLOBAL_LOCK)], found)
+
+    def test_admission_without_allocated_hosts_locks_the_cloud(self):
+        self.assertEqual([models.GLOBAL_LOCK], self.filter.lease_locks(
+            self.filter.lease(lease(day(2), day(3), instances(2)))))
+
+    def test_admission_counting_every_host_locks_the_cloud(self):
+        self.set(capacity_hosts='all')
+        self.assertEqual([models.GLOBAL_LOCK], self.filter.lease_locks(
+            self.filter.lease(lease(day(2), day(3), instances(
+                2, vcpus=4, hosts=self.both)))))
+
+    def test_admission_without_instances_locks_no_pool(self):
+        self.assertEqual([], self.filter.lease_locks(
+            self.filter.lease(lease(day(2), day(3), hosts('x')))))
+
+    def test_host_name_with_a_space_locks_the_pool_its_entry_names(self):
+        found = self.filter.lease_locks(self.filter.lease(lease(
+            day(2), day(3), instances(1, hosts=['rack 1']))))
+        self.assertEqual(locks.host_pool_lock('rack%201'), found[0])
 
     def test_exempted_project_is_not_checked(self):
         chain = self.chain(exempted=[self.project])

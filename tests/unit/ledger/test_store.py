@@ -54,6 +54,20 @@ class TestLockOrder(base.LedgerTestCase):
     def test_each_lock_is_named_once(self):
         self.assertEqual(['p', '*'], locks.lock_order(['p', '*', 'p']))
 
+    def test_a_shared_lock_sorts_with_its_row(self):
+        self.assertEqual(
+            ['p', locks.host_pool_lock('h1'), locks.shared('*')],
+            locks.lock_order([locks.shared('*'), locks.host_pool_lock('h1'),
+                              'p']))
+
+    def test_a_row_named_in_both_modes_is_taken_exclusively(self):
+        self.assertEqual(['*'], locks.lock_order(['*', locks.shared('*')]))
+
+    def test_a_shared_lock_names_its_row_and_mode(self):
+        self.assertEqual([('*', True), ('*', False)],
+                         [locks.lock_row(locks.shared('*')),
+                          locks.lock_row('*')])
+
     def test_admin_api_accounts_lock_is_the_ledgers(self):
         self.assertEqual(models.ACCOUNTS_LOCK, accounts_store.ACCOUNTS_LOCK)
 
