@@ -29,11 +29,15 @@ import re
 from urllib import parse
 import uuid as uuid_lib
 
+from oslo_log import log as logging
+
 from placement_quota.accounts import errors
 from placement_quota.accounts import moves
 from placement_quota.placement import capacity
 from placement_quota.placement import client as placement_client
 
+
+LOG = logging.getLogger(__name__)
 
 _UUID_CHARS = re.compile(r'^[0-9a-fA-F-]{32,36}$')
 
@@ -94,22 +98,55 @@ def usage(client, account_id):
                           in sorted((found.consumer_types or {}).items())}}
 
 
-def of_account(client, account_id, workers, known=None):
+class CandidatesUnavailable(Exception):
+    """A source of candidate consumers (Nova's server list) cannot be read:
+    :func:`of_account` reads every consumer instead."""
+
+
+def lease_candidates(leases):
+    """The UUIDs a ledger lease may hold Placement consumers under: each
+    lease's ``lease_id`` and its reservations' ``id`` (what is not a UUID
+    is left out). ``leases``: rows of the ledger's ``leases`` table."""
+    found = set()
+    for row in leases:
+        found.add(getattr(row, 'lease_id', None))
+        body = getattr(row, 'lease', None)
+        reservations = (body.get('reservations')
+                        if isinstance(body, dict) else None)
+        for reservation in reservations or ():
+            if isinstance(reservation, dict):
+                found.add(reservation.get('id'))
+    return sorted(u for u in found if is_uuid(u))
+
+
+def _amounts(totals):
+    return ', '.join('%s=%s' % item for item in sorted(totals.items())) \
+        or 'nothing'
+
+
+def of_account(client, account_id, workers, known=None, candidates=()):
     """Every consumer whose allocations carry ``account_id``: a list of
     ``(uuid, GET /allocations/uuid body)``, sorted by UUID.
 
-    Placement lists no consumers by project, so this reads the allocations
-    of every provider, then each consumer once (``workers`` at a time):
-    one call per provider plus one per consumer. One ``GET /usages``
-    first: an account that uses nothing in Placement has no consumer, and
-    costs that one call.
+    One ``GET /usages`` first: an account that uses nothing in Placement
+    has no consumer, and costs that one call. Then candidates are read
+    (``GET /allocations/{uuid}`` each, ``workers`` at a time), and when
+    those of the account add up exactly to its usage they are all of them
+    (any other consumer of the account would add to its usage):
 
-    ``known``: consumer UUIDs the account had a moment ago. They are read
-    again, and when those still of the account add up exactly to its
-    usage, they are all of them (any other consumer of the account would
-    add to its usage); otherwise every consumer is read.
+    * ``known``: consumer UUIDs the account had a moment ago;
+    * ``candidates``: ``(description, callable)`` pairs tried in order, each
+      callable answering more UUIDs (Nova's servers of the account, the
+      IDs of its leases) or raising :class:`CandidatesUnavailable`; the
+      UUIDs of every source so far are checked together.
+
+    When they do not add up (or a source cannot be read), it says why at
+    INFO and scans: Placement lists no consumers by project, so it reads
+    the allocations of every provider, then each consumer not read yet,
+    one call per provider plus one per consumer.
     """
     reader = functools.partial(read, client)
+    bodies = {}
     try:
         used = moves.nonzero(capacity.project_usages(client,
                                                      account_id).resources)
@@ -118,18 +155,39 @@ def of_account(client, account_id, workers, known=None):
         with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:
 
             def owned(uuids):
-                """Those of ``uuids`` (read concurrently) that are the
-                account's, with their allocations."""
-                ordered = sorted(uuids)
-                return [(uuid, body) for uuid, body in zip(
-                    ordered, pool.map(reader, ordered))
-                    if body is not None and
-                    body.get('project_id') == account_id]
+                """Those of ``uuids`` that are the account's, with their
+                allocations (each consumer read once per call)."""
+                new = sorted(set(uuids) - set(bodies))
+                bodies.update(zip(new, pool.map(reader, new)))
+                return [(uuid, bodies[uuid]) for uuid in sorted(set(uuids))
+                        if bodies[uuid] is not None and
+                        bodies[uuid].get('project_id') == account_id]
 
             if known:
                 found = owned(known)
                 if moves.usage_of(found) == used:
                     return found
+            why = None
+            tried = set(known or ())
+            names = []
+            for description, find in candidates:
+                try:
+                    tried.update(u for u in find() if is_uuid(u))
+                except CandidatesUnavailable as exc:
+                    why = '%s cannot be read: %s' % (description, exc)
+                    break
+                names.append(description)
+                found = owned(tried)
+                if moves.usage_of(found) == used:
+                    return found
+                why = ('the %d consumer(s) of the account among %s (%d '
+                       'UUIDs read) carry %s; it uses %s in Placement' % (
+                           len(found), ' and '.join(names), len(tried),
+                           _amounts(moves.usage_of(found)),
+                           _amounts(used)))
+            if why is not None:
+                LOG.info('Reading every consumer of Placement to find those '
+                         'of account %r: %s', account_id, why)
             providers = client.get('/resource_providers')[
                 'resource_providers']
             uuids = set()

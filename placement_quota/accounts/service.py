@@ -36,6 +36,7 @@ OpenStack":
 
 import collections
 import datetime
+import functools
 import threading
 import time
 from urllib import parse
@@ -49,6 +50,7 @@ from placement_quota.accounts import model
 from placement_quota import audit
 from placement_quota.accounts import moves
 from placement_quota.accounts import schema
+from placement_quota.accounts import servers as servers_mod
 from placement_quota.accounts import store
 from placement_quota.limits import errors as limit_errors
 from placement_quota.limits import tree as tree_mod
@@ -68,6 +70,10 @@ class Accounts:
         (:attr:`placement_quota.services.Services.limits_source`).
     :param manage_limits: False when limits and parents live elsewhere
         (Keystone): a PUT setting them is refused with 409.
+    :param servers: a :class:`~placement_quota.accounts.servers.
+        NovaServers` listing an account's servers, the first candidates of
+        a move-all; None reads every consumer of Placement
+        (``[accounts] consumers_from``).
     """
 
     #: Tries of an unconditional move whose resources change under it.
@@ -79,8 +85,11 @@ class Accounts:
 
     def __init__(self, ledger, placement=None, limits_source=None,
                  recovery_period=7 * 86400, move_list_max=1000,
-                 workers=8, unregistered_limit=0, manage_limits=True):
+                 workers=8, unregistered_limit=0, manage_limits=True,
+                 servers=None):
         self.ledger = ledger
+        self.servers = servers
+        self._servers_lock = threading.Lock()
         self.placement = placement
         self.limits_source = limits_source
         self.recovery_period = datetime.timedelta(seconds=recovery_period)
@@ -107,6 +116,9 @@ class Accounts:
         # Made when first needed: listing or deleting accounts reads no
         # Placement, and must not need one.
         accounts._make_placement = lambda: services.placement
+        if group.consumers_from != 'scan':
+            accounts._make_servers = functools.partial(
+                _nova_servers, conf, group.consumers_from)
         return accounts
 
     @property
@@ -114,6 +126,29 @@ class Accounts:
         return self.ledger.clock()
 
     _make_placement = None
+    _make_servers = None
+
+    def _nova(self):
+        """The NovaServers of the account's moves, or None (scan)."""
+        with self._servers_lock:
+            if self._make_servers is not None:
+                make, self._make_servers = self._make_servers, None
+                self.servers = make()
+            return self.servers
+
+    def _candidates(self, source, leases):
+        """The candidate consumers of a move-all of ``source`` (see
+        :func:`placement_quota.accounts.consumers.of_account`): its
+        servers in Nova, then the IDs of its open leases."""
+        nova = self._nova()
+        if nova is None:
+            return ()
+        found = [("Nova's servers of the project",
+                  functools.partial(nova.of_project, source))]
+        in_leases = consumers_mod.lease_candidates(leases)
+        if in_leases:
+            found.append(('its lease IDs in the ledger', lambda: in_leases))
+        return found
 
     def _client(self):
         if self.placement is None and self._make_placement is not None:
@@ -380,8 +415,9 @@ class Accounts:
         elif lease is not None:
             consumers = []
         else:
-            consumers = consumers_mod.of_account(self._client(), source,
-                                                 self.workers, known)
+            consumers = consumers_mod.of_account(
+                self._client(), source, self.workers, known,
+                self._candidates(source, leases))
         over = self._over_limits(source, dest, consumers, leases)
         action = moves.describe(src_account, dest_account, consumers, leases,
                                 over, self.move_list_max)
@@ -507,6 +543,20 @@ class Accounts:
         LOG.info('Moved %d consumer(s) and %d lease(s) from account %r to '
                  '%r', len(action.consumers), len(action.leases), source,
                  dest)
+
+
+def _nova_servers(conf, mode):
+    """The NovaServers of ``[nova]``, or None (moves scan Placement)."""
+    try:
+        made = servers_mod.NovaServers.from_conf(conf)
+    except servers_mod.NovaServersError as exc:
+        LOG.warning('Account moves read every consumer of Placement '
+                    '([accounts] consumers_from = %s): %s', mode, exc)
+        return None
+    if made is None:
+        LOG.info('[nova] names no Nova: account moves read every consumer '
+                 'of Placement ([accounts] consumers_from = %s)', mode)
+    return made
 
 
 def _described(parent_id, limits, metadata):

@@ -40,6 +40,29 @@ opts = [
         help='Concurrent Placement reads when listing the consumers of an '
              'account (Placement lists no consumers by project: one read '
              'per resource provider, then one per consumer).'),
+    cfg.StrOpt(
+        'consumers_from', default='auto',
+        choices=[
+            ('auto', 'nova when [nova] names a Nova (auth_type, '
+                     'auth_section or endpoint_override), else scan'),
+            ('nova', 'the account\'s servers in Nova, then the IDs of its '
+                     'open leases in the ledger, checked against its '
+                     'Placement usage; scan when they do not add up, when '
+                     'Nova cannot be read or when [nova] names no Nova'),
+            ('scan', 'every consumer of Placement')],
+        help='Where a move of everything an account holds finds its '
+             'Placement consumers. Placement lists no consumers by '
+             'project; Nova lists a project\'s servers in one call '
+             '(GET /servers?all_tenants=1&project_id=..., an admin\'s '
+             'right) whose UUIDs are the consumers of its instances. Each '
+             'candidate is read from Placement (GET /allocations/{uuid}), '
+             'and when those of the account add up exactly to its '
+             'Placement usage (GET /usages) they are all of them: 1 + n '
+             'Placement calls instead of one per resource provider and '
+             'one per consumer of the cloud. A consumer Nova does not '
+             'list (a migration\'s, another service\'s) makes the sums '
+             'differ: the move then reads every consumer, saying why at '
+             'INFO.'),
 ]
 
 

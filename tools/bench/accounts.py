@@ -24,9 +24,18 @@ another account:
   ETag), then ``POST`` with ``If-Match`` (which reads it all again to
   compare): every consumer in **one**
   ``POST /allocations`` carrying each consumer generation (all or
-  nothing), the leases in one ledger transaction. Placement lists no
-  consumers by project, so finding them costs one call per provider and
-  one per consumer in the cloud (``[accounts] placement_workers``
+  nothing), the leases in one ledger transaction. With
+  ``--consumers-from nova`` (the default) the source's servers are
+  created in a real nova-api (:func:`tests.fixtures.nova.create_servers`,
+  ``noauth2``, build requests that nothing builds) and their UUIDs carry
+  the source's allocations: the GET lists them from Nova (one ``GET
+  /servers?all_tenants=1&project_id=`` per 1,000 servers), reads
+  ``/usages`` and each server's allocations, which add up to the usage;
+  the POST reads ``/usages`` and those consumers again. The other
+  projects' consumers exist only in Placement (Nova's listing is filtered
+  by project: they would not change it). With ``--consumers-from scan``
+  (no Nova, the behaviour before) finding them costs one call per provider
+  and one per consumer in the cloud (``[accounts] placement_workers``
   concurrent reads), after one ``GET /usages`` of the account (nothing
   used: no consumer to look for).
 * **naive**: what an operator does with osc-placement, given the source
@@ -42,6 +51,7 @@ account with as many leases and no consumer. Every move is checked: the
 destination's Placement usage must hold all that was moved.
 
     python tools/bench/accounts.py --providers 100 --consumers 2000
+    python tools/bench/accounts.py --consumers-from scan   # before
 
 prints one JSON object on stdout and a summary on stderr.
 """
@@ -67,6 +77,7 @@ if ROOT not in sys.path:
 from oslo_utils import timeutils  # noqa: E402
 import requests  # noqa: E402
 
+from placement_quota.accounts import servers as nova_servers  # noqa: E402,E501
 from placement_quota.accounts import service  # noqa: E402
 from placement_quota.api import admin  # noqa: E402
 from placement_quota import conf as pq_conf  # noqa: E402
@@ -76,6 +87,7 @@ from placement_quota.placement import client as placement_client  # noqa: E402,E
 from placement_quota.placement import embedded  # noqa: E402
 from placement_quota import services as services_mod  # noqa: E402
 from placement_quota import wsgi_server  # noqa: E402
+from tests.fixtures import nova as nova_fixture  # noqa: E402
 from tools.bench import common  # noqa: E402
 
 SERVER_START_TIMEOUT = 120
@@ -92,8 +104,12 @@ class BenchError(Exception):
     """The benchmark could not run, or a move went wrong."""
 
 
-def seed(client, ledger, providers, consumers, projects, leases, now):
-    """Fill Placement and the ledger; return the source's consumers."""
+def seed(client, ledger, providers, consumers, projects, leases, now,
+         source_uuids=()):
+    """Fill Placement and the ledger; return the source's consumers
+    (``source_uuids`` first: the UUIDs of its servers in Nova)."""
+    source_uuids = list(source_uuids)
+
     def provider(i):
         uuid_ = str(uuid.uuid4())
         client.post('/resource_providers', json={'name': 'cn-%05d' % i,
@@ -111,6 +127,8 @@ def seed(client, ledger, providers, consumers, projects, leases, now):
         consumer = str(uuid.uuid4())
         project = 'project-%d' % (i % projects)
         if project == SOURCE:
+            if len(owned) < len(source_uuids):
+                consumer = source_uuids[len(owned)]
             owned.append(consumer)
         payload[consumer] = {
             'allocations': {nodes[i % providers]: {'resources': {'VCPU': 1}}},
@@ -141,7 +159,7 @@ def vcpus(client, project):
 class Admin:
     """The admin API of one ledger and Placement, on a loopback port."""
 
-    def __init__(self, state_dir, placement_url):
+    def __init__(self, state_dir, placement_url, nova_url=None):
         conf = pq_conf.new_config([], config_files=[])
         conf.set_override('connection', 'sqlite:///%s/ledger.sqlite'
                           % state_dir, 'ledger')
@@ -150,9 +168,14 @@ class Admin:
             placement_url, embedded.NOAUTH_HEADERS, timeout=REQUEST_TIMEOUT)
         self.services = services_mod.Services(conf, placement=self.client)
         self.ledger = self.services.ledger
+        self.nova = None
+        if nova_url:
+            self.nova = nova_servers.NovaServers.from_endpoint(
+                nova_url, nova_fixture.token_headers(),
+                timeout=REQUEST_TIMEOUT)
         self.accounts = service.Accounts(
             self.ledger, self.client, self.services.limits_source,
-            workers=conf.accounts.placement_workers)
+            workers=conf.accounts.placement_workers, servers=self.nova)
         self.server = wsgi_server.WSGIServer(admin.make_admin_app(
             conf, accounts=self.accounts), threads=4).start()
         self.url = self.server.url + '/v1/'
@@ -169,16 +192,19 @@ class Admin:
                                                 response.status_code,
                                                 response.text))
 
+    def nova_calls(self):
+        return self.nova.calls if self.nova is not None else 0
+
     def timed(self, method, path, headers=None):
-        """``(response, seconds, Placement calls)``."""
-        before = self.client.calls
+        """``(response, seconds, Placement calls, Nova calls)``."""
+        before, nova_before = self.client.calls, self.nova_calls()
         started = time.perf_counter()
         response = requests.request(method, self.url + path,
                                     headers=headers or {},
                                     timeout=REQUEST_TIMEOUT,
                                     allow_redirects=False)
         return (response, time.perf_counter() - started,
-                self.client.calls - before)
+                self.client.calls - before, self.nova_calls() - nova_before)
 
 
 def move(api, src, dest, consumer=None):
@@ -187,19 +213,21 @@ def move(api, src, dest, consumer=None):
     if consumer:
         path += '/consumers/%s' % consumer
     path += '/action/move?dest=%s' % parse.quote(dest, safe='')
-    shown, get_s, get_calls = api.timed('GET', path)
+    shown, get_s, get_calls, get_nova = api.timed('GET', path)
     if shown.status_code != 200:
         raise BenchError('GET %s: %d %s'
                          % (path, shown.status_code, shown.text))
-    moved, post_s, post_calls = api.timed(
+    moved, post_s, post_calls, post_nova = api.timed(
         'POST', path, {'If-Match': shown.headers['ETag']})
     if moved.status_code != 303:
         raise BenchError('POST %s: %d %s'
                          % (path, moved.status_code, moved.text))
-    return {'get_s': round(get_s, 3), 'get_calls': get_calls,
-            'post_s': round(post_s, 3), 'post_calls': post_calls,
+    return {'get_s': round(get_s, 3), 'get_calls': get_calls + get_nova,
+            'post_s': round(post_s, 3), 'post_calls': post_calls + post_nova,
             'total_s': round(get_s + post_s, 3),
-            'total_calls': get_calls + post_calls}
+            'placement_calls': get_calls + post_calls,
+            'nova_calls': get_nova + post_nova,
+            'total_calls': get_calls + post_calls + get_nova + post_nova}
 
 
 def naive(client, consumers, dest):
@@ -218,7 +246,31 @@ def naive(client, consumers, dest):
             'seconds': round(time.perf_counter() - started, 3)}
 
 
-def run(providers, consumers, projects, leases):
+def source_count(consumers, projects):
+    """How many of ``consumers`` (round-robin) are the source's."""
+    return len(range(0, consumers, projects))
+
+
+def start_nova(count):
+    """A ``noauth2`` nova-api with ``count`` servers of the source:
+    ``(server, their UUIDs, seconds to create them)``."""
+    try:
+        nova = nova_fixture.get_noauth_server()
+    except RuntimeError as exc:
+        raise BenchError('nova-api: %s' % exc)
+    started = time.monotonic()
+    try:
+        created = nova_fixture.create_servers(nova.url, SOURCE, count)
+    except RuntimeError as exc:
+        raise BenchError('creating the servers in Nova: %s' % exc)
+    return nova, created, time.monotonic() - started
+
+
+def run(providers, consumers, projects, leases, consumers_from='nova'):
+    nova, source_uuids, nova_s = None, [], 0.0
+    if consumers_from == 'nova':
+        nova, source_uuids, nova_s = start_nova(
+            source_count(consumers, projects))
     try:
         server = embedded.ServerProcess(SERVER_START_TIMEOUT)
     except RuntimeError as exc:
@@ -226,10 +278,10 @@ def run(providers, consumers, projects, leases):
     state_dir = tempfile.mkdtemp(prefix='bench-accounts-')
     api = None
     try:
-        api = Admin(state_dir, server.url)
+        api = Admin(state_dir, server.url, nova.url if nova else None)
         started = time.monotonic()
         owned = seed(api.client, api.ledger, providers, consumers, projects,
-                     leases, timeutils.utcnow())
+                     leases, timeutils.utcnow(), source_uuids)
         seed_s = time.monotonic() - started
         for account in (SOURCE, LEASES_ONLY, 'dest', 'naive-dest',
                         'one-dest'):
@@ -253,6 +305,10 @@ def run(providers, consumers, projects, leases):
         'providers': providers, 'consumers': consumers,
         'projects': projects, 'source_consumers': len(owned),
         'source_leases': leases, 'seed_s': round(seed_s, 1),
+        'consumers_from': consumers_from,
+        'nova_servers': len(source_uuids),
+        'nova_start_s': round(nova.startup_seconds, 1) if nova else None,
+        'nova_create_s': round(nova_s, 1),
         'ours_move_all': ours,
         'ours_move_one': one,
         'ours_move_leases_only': leases_only,
@@ -264,13 +320,15 @@ def run(providers, consumers, projects, leases):
 
 def summary(r):
     o, n = r['ours_move_all'], r['naive']
-    return ('%d providers, %d consumers (%d of the source), %d leases: '
-            'ours move-all %d calls in %.2f s (GET %d calls %.2f s, POST %d '
-            'calls %.2f s); one consumer %d calls in %.3f s; leases only %d '
+    return ('%d providers, %d consumers (%d of the source), %d leases, '
+            'consumers from %s: ours move-all %d calls (%d Placement, %d '
+            'Nova) in %.2f s (GET %d calls %.2f s, POST %d calls %.2f s); '
+            'one consumer %d calls in %.3f s; leases only %d '
             'calls in %.3f s; naive %d calls in %.2f s for %d consumers (no '
             'leases, not atomic)' % (
                 r['providers'], r['consumers'], r['source_consumers'],
-                r['source_leases'], o['total_calls'], o['total_s'],
+                r['source_leases'], r['consumers_from'], o['total_calls'],
+                o['placement_calls'], o['nova_calls'], o['total_s'],
                 o['get_calls'], o['get_s'], o['post_calls'], o['post_s'],
                 r['ours_move_one']['total_calls'],
                 r['ours_move_one']['total_s'],
@@ -291,6 +349,13 @@ def main(argv=None, watchdog=False):
     parser.add_argument('--leases', type=int, default=100,
                         help='open leases of the source, and of an account '
                         'without consumers (default: 100)')
+    parser.add_argument('--consumers-from', choices=('nova', 'scan'),
+                        default='nova',
+                        help='nova: the source\'s servers are created in a '
+                        'real nova-api and moves list them there '
+                        '([accounts] consumers_from = nova); scan: no Nova, '
+                        'moves read every consumer of Placement (default: '
+                        'nova)')
     parser.add_argument('--timeout', type=common.positive, default=WATCHDOG,
                         help='seconds after which the command gives up, '
                         'printing where it was (default: %d)' % WATCHDOG)
@@ -301,7 +366,7 @@ def main(argv=None, watchdog=False):
         faulthandler.dump_traceback_later(args.timeout, exit=True)
     try:
         result = run(args.providers, args.consumers, args.projects,
-                     args.leases)
+                     args.leases, args.consumers_from)
     except (BenchError, placement_client.PlacementError) as exc:
         print('accounts bench: %s' % exc, file=sys.stderr)
         return 1
