@@ -56,6 +56,37 @@ class DbSync(common.Guarded, command.Command):
         ledger.dispose()
 
 
+class QuotaRefresh(common.Guarded, lister.Lister):
+    """Drop the cached Nova quota of projects in every service process.
+
+    Their NovaQuotaFilter (with nova_quota_max_age) reads the projects'
+    quota and usage again before its next decision: run it after changing
+    a quota in Nova.
+    """
+
+    auth_required = False
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('projects', nargs='+', metavar='project',
+                            help='Project ID.')
+        return common.add_backend_arguments(parser, placement=False)
+
+    def take_action(self, parsed_args):
+        projects = sorted(set(parsed_args.projects))
+        for project in projects:
+            if not project.strip():
+                main.fail('project must not be empty')
+        ledger = open_ledger(main.config(self))
+        rows = []
+        with ledger.transaction(projects) as txn:
+            for project in projects:
+                txn.bump_generation(project)
+                rows.append((project, txn.generation(project)))
+        ledger.dispose()
+        return ('project', 'generation'), rows
+
+
 class CreditsAdd(common.Guarded, show.ShowOne):
     """Give a project an allocation of credits (CreditFilter)."""
 

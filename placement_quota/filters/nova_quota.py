@@ -43,11 +43,25 @@ Placement ``GET /usages`` (one call per decision). Legacy quota sets and
 their usage are one ``GET os-quota-sets/{project}/detail`` from Nova. A
 resource with no limit at all is not limited (Nova's unified limits would
 count it as 0; that refusal is not ours to copy).
+
+With ``nova_quota_max_age`` above 0, what was read (limits and usage) is
+kept per project for at most that many seconds (:class:`QuotaCache`) and
+reused for leases that start in the future; a lease starting now reads it
+again. A cached read is checked inside the admission against the
+project's generation in the ledger, which moves when one of its leases
+starts or ends (ledger/transitions.py) or when an operator asks
+(``placement-quota quota refresh``), in any process on any host: when it
+moved, the quota is read again there, under the project's lock.
 """
 
+import collections
+import dataclasses
 import threading
+import time
+import typing
 
 from oslo_config import cfg
+from oslo_log import log as logging
 
 from placement_quota.compute import quotas
 from placement_quota.filters import ledger_base
@@ -58,6 +72,8 @@ from placement_quota.ledger import accounting
 from placement_quota.ledger import window
 from placement_quota.limits import sources
 from placement_quota.placement import usage
+
+LOG = logging.getLogger(__name__)
 
 UNIFIED = 'unified'
 LEGACY = 'legacy'
@@ -114,6 +130,53 @@ def instances_that_fit(limits, in_use, peaks, per_instance):
         count = max(0, room // size)
         best = count if best is None else min(best, count)
     return best
+
+
+@dataclasses.dataclass(frozen=True)
+class QuotaRead:
+    """What :meth:`NovaQuotaFilter.prepare` read: ``limits`` and
+    ``in_use`` ({nova resource: amount}) of the ``class:*`` limits
+    ``classes`` too; ``generation``, the project's generation before it
+    was read; ``age`` (seconds; 0 when read for this decision)."""
+
+    limits: typing.Mapping[str, int]
+    in_use: typing.Mapping[str, int]
+    classes: tuple = ()
+    generation: typing.Optional[int] = None
+    age: float = 0.0
+
+
+class QuotaCache:
+    """:class:`QuotaRead` per (project, classes), at most ``size`` of
+    them (the least recently used go first); ``clock`` gives seconds."""
+
+    def __init__(self, size=10000, clock=time.monotonic):
+        self.size = size
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._found = collections.OrderedDict()
+
+    def get(self, key, max_age):
+        """The read of ``key`` at most ``max_age`` seconds old (its
+        ``age`` set, never 0), or None."""
+        with self._lock:
+            found = self._found.get(key)
+            if found is None:
+                return None
+            read, at = found
+            age = self.clock() - at
+            if age > max_age:
+                del self._found[key]
+                return None
+            self._found.move_to_end(key)
+        return dataclasses.replace(read, age=max(age, 1e-6))
+
+    def put(self, key, read):
+        with self._lock:
+            self._found[key] = (read, self.clock())
+            self._found.move_to_end(key)
+            while len(self._found) > self.size:
+                self._found.popitem(last=False)
 
 
 class QuotaReader:
@@ -248,11 +311,26 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
             help='Add the project\'s current Nova usage to what is '
                  'reserved. Off: only reservations count against the '
                  'quota.'),
+        cfg.IntOpt(
+            'nova_quota_max_age', default=0, min=0,
+            help='Seconds a project\'s quota and usage, once read (from '
+                 'Keystone or the limits file and Placement, or from '
+                 'Nova\'s quota sets), are reused for its leases that '
+                 'start in the future. 0 (the default) reads them for '
+                 'every decision (a Nova or Keystone call and a Placement '
+                 'call each). A lease starting now always reads them. A '
+                 'reused read is dropped, in every service process, as '
+                 'soon as one of the project\'s leases starts or ends or '
+                 '"placement-quota quota refresh" is run for it (the '
+                 'project\'s generation in the ledger); other changes (a '
+                 'quota set changed in Nova, servers booted outside '
+                 'reservations) are seen within this many seconds.'),
     ]
 
     def __init__(self, conf, services=None):
         super().__init__(conf, services)
         self.reader = QuotaReader(self.services)
+        self.cache = QuotaCache()
 
     def _convert(self, amounts):
         group = self.conf.enforcement
@@ -263,13 +341,53 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
     def prepare(self, context, lease):
         """Read the quota and the usage (Keystone or Nova, and Placement)
         before the ledger locks anything, for a lease with hosts or
-        instances."""
+        instances; from :attr:`cache` for a lease starting in the future
+        when ``nova_quota_max_age`` allows."""
         if not (lease.reservations_of(lease_model.HOST) or
                 lease.reservations_of(lease_model.INSTANCE) or
                 lease.reservations_of(lease_model.FLAVOR)):
             return None
-        return self.reader.read(context.project_id,
-                                self._classes(context, lease))
+        classes = tuple(self._classes(context, lease))
+        max_age = self.conf.enforcement.nova_quota_max_age
+        if not max_age:
+            return QuotaRead(*self.reader.read(context.project_id, classes),
+                             classes=classes)
+        if lease.start_date > self.ledger.clock():
+            found = self.cache.get((context.project_id, classes), max_age)
+            if found is not None:
+                return found
+        return self._read(context.project_id, classes,
+                          self._generation(context.project_id))
+
+    def _read(self, project_id, classes, generation):
+        """A :class:`QuotaRead` read now, cached."""
+        read = QuotaRead(*self.reader.read(project_id, classes),
+                         classes=classes, generation=generation)
+        self.cache.put((project_id, classes), read)
+        return read
+
+    def _generation(self, project_id):
+        """The project's generation, read before its quota is (without
+        any lock: a move after this read is seen by the admission)."""
+        with self.ledger.reader() as txn:
+            return txn.generation(project_id)
+
+    def _current(self, admission, read):
+        """``(limits, in_use)`` for the admission: ``read``, unless it
+        came from the cache and the project's generation moved since (then
+        read again, under the project's lock, which every move takes)."""
+        if read.age:
+            generation = admission.txn.generation(admission.project_id)
+            if generation != read.generation:
+                LOG.debug('Quota of project %s read again: its generation '
+                          'moved (%s -> %s).', admission.project_id,
+                          read.generation, generation)
+                read = self._read(admission.project_id, read.classes,
+                                  generation)
+            else:
+                LOG.debug('Quota of project %s from the cache, %.1f s old.',
+                          admission.project_id, read.age)
+        return read.limits, read.in_use
 
     def _classes(self, context, lease):
         """The ``class:*`` resources the lease's flavors ask for."""
@@ -285,9 +403,12 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
         asked = self._convert(admission.amounts)
         if not asked:
             return
-        limits, in_use = (admission.prepared_for(self) or self.reader.read(
-            admission.project_id, [r for r in asked if r.startswith(
-                accounting.CLASS_PREFIX)]))
+        read = admission.prepared_for(self)
+        if read is None:
+            limits, in_use = self.reader.read(admission.project_id, [
+                r for r in asked if r.startswith(accounting.CLASS_PREFIX)])
+        else:
+            limits, in_use = self._current(admission, read)
         intervals = [window.Interval(i.start, i.end,
                                      self._convert(i.amounts))
                      for i, row in admission.intervals()]

@@ -74,6 +74,10 @@ DEADLOCK_ATTEMPTS = 5
 DBError = db_exc.DBError
 DBDeadlock = db_exc.DBDeadlock
 
+#: The execution option of a connection that only reads (no write lock
+#: on SQLite).
+READ_ONLY = 'placement_quota_read_only'
+
 #: Seconds the client waits beyond the server's own timeouts before it
 #: gives a database that does not answer up.
 DEADLINE_GRACE = 2
@@ -97,7 +101,11 @@ def _configure_sqlite(engine, lock_timeout):
 
     @sa.event.listens_for(engine, 'begin')
     def _begin(connection):
-        connection.exec_driver_sql('BEGIN IMMEDIATE')
+        if connection.get_execution_options().get(READ_ONLY):
+            # A reader (Ledger.reader): no write lock, never waits.
+            connection.exec_driver_sql('BEGIN')
+        else:
+            connection.exec_driver_sql('BEGIN IMMEDIATE')
 
 
 def _configure_postgresql(engine, watchdog, connect_timeout,

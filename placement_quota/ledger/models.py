@@ -59,6 +59,10 @@ projects = sa.Table(
     'projects', metadata,
     sa.Column('project_id', sa.String(255), primary_key=True),
     sa.Column('created_at', sa.DateTime, nullable=False),
+    # Moves whenever what Nova counts for the project may have changed
+    # (a lease started or ended, an operator asked): quotas cached by any
+    # process are read again (NovaQuotaFilter, nova_quota_max_age).
+    sa.Column('generation', sa.Integer, nullable=False, server_default='0'),
 )
 
 leases = sa.Table(

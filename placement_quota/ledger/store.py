@@ -214,6 +214,16 @@ class Ledger:
                 'A ledger transaction on %s deadlocked; try again later.'
                 % ', '.join(order or ['no lock'])) from exc
 
+    @contextlib.contextmanager
+    def reader(self):
+        """A :class:`Transaction` that only reads, taking no lock (on
+        SQLite not even the write lock): it sees what was committed."""
+        with self.engine.connect() as connection:
+            connection = connection.execution_options(
+                **{engine.READ_ONLY: True})
+            with connection.begin():
+                yield Transaction(self, connection, self.clock())
+
     def _begin(self, connection, order, now):
         """``(transaction, Transaction)`` holding the locks of
         ``order``; rolled back when taking them fails."""
@@ -317,6 +327,22 @@ class Transaction:
         else:
             stmt = table.insert().values(**values).prefix_with('IGNORE')
         self.connection.execute(stmt)
+
+    def generation(self, project_id):
+        """The project's generation (0 for a project never seen)."""
+        t = models.projects
+        return self.connection.execute(
+            sa.select(t.c.generation).where(t.c.project_id == project_id)
+        ).scalar() or 0
+
+    def bump_generation(self, project_id):
+        """Move the project's generation: what Nova counts for it may
+        have changed (every process's cached quota is read again)."""
+        t = models.projects
+        self._ensure_project(project_id)
+        self.connection.execute(
+            t.update().where(t.c.project_id == project_id)
+            .values(generation=t.c.generation + 1))
 
     # --- leases ---------------------------------------------------------
 

@@ -13,6 +13,11 @@
 transaction: bound to Blazar's lease ID, started, its window corrected,
 closed with the refund of its unused part, abandoned and reopened.
 
+Starting and closing an entry move its project's generation
+(:meth:`~placement_quota.ledger.store.Transaction.bump_generation`): the
+instances Nova counts for the project may change then, and every process
+reads the project's quota and usage again before its next decision.
+
 Every function reads the entry's current state from the row it is given
 (read in the same transaction, under the project's lock) and is
 idempotent: closing a closed entry refunds nothing, binding a bound entry
@@ -89,6 +94,7 @@ def close(txn, entry, at, lease_id=None):
         bind(txn, entry, lease_id)
     txn.update(entry.id, state=models.TERMINATED, effective_end=actual_end,
                ended_at=txn.now, charged=charged)
+    txn.bump_generation(entry.project_id)
     txn.charge(entry.project_id, entry.id, entry.allocation_id,
                charged - entry.charged, kind)
     refund = entry.charged - charged
@@ -105,6 +111,7 @@ def start(txn, entry):
     elif entry.state != models.PENDING:
         return entry.state == models.ACTIVE
     txn.update(entry.id, state=models.ACTIVE)
+    txn.bump_generation(entry.project_id)
     return True
 
 
