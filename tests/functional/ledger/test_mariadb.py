@@ -73,7 +73,8 @@ class TestDeadlock(MariaDBTestCase):
         inserting = self.database.connect()
         self.addCleanup(inserting.close)
         with inserting.cursor() as cursor:
-            cursor.execute("INSERT INTO projects VALUES ('new', NOW())")
+            cursor.execute("INSERT INTO projects (project_id, created_at) "
+                           "VALUES ('new', NOW())")
 
         def lock(i):
             with ledger.transaction(['new']):
