@@ -372,12 +372,15 @@ def create_engine(url, lock_timeout=30, pool_size=None, connect_timeout=10,
         connect_args = {}
         if 'connect_timeout' not in parsed.query:
             connect_args['connect_timeout'] = connect_timeout
+        options = parsed.query.get('options') or ''
+        if isinstance(options, tuple):
+            options = ' '.join(options)
+        # The lock wait bound of every transaction of the connection,
+        # set once (not one SET LOCAL per admission).
+        options += ' -c lock_timeout=%d' % (lock_timeout * 1000)
         if statement_timeout:
-            options = parsed.query.get('options') or ''
-            if isinstance(options, tuple):
-                options = ' '.join(options)
-            connect_args['options'] = ('%s -c statement_timeout=%d' % (
-                options, statement_timeout * 1000)).strip()
+            options += ' -c statement_timeout=%d' % (statement_timeout * 1000)
+        connect_args['options'] = options.strip()
         kwargs['connect_args'] = connect_args
     try:
         engine = sa.create_engine(parsed, **kwargs)

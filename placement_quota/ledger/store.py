@@ -137,6 +137,8 @@ class Ledger:
                     if self.dialect == 'postgresql':
                         connection.exec_driver_sql(
                             'SET LOCAL statement_timeout = 0')
+                        connection.exec_driver_sql(
+                            'SET LOCAL lock_timeout = 0')
                     with engine.unbounded(connection,
                                           self.statement_timeout):
                         alembic.command.upgrade(
@@ -291,28 +293,30 @@ class Transaction:
                 'Ledger lock %s cannot be taken after %s: locks are taken '
                 'in one order (ledger/locks.py), all at the start of a '
                 'transaction.' % (wanted[0], self.locked[-1]))
-        if wanted and not self.locked and dialect == 'postgresql':
-            # Before the first insert too: a project row another
-            # transaction is inserting is waited for like a lock.
-            self.connection.exec_driver_sql(
-                "SET LOCAL lock_timeout = '%ds'" % self.ledger.lock_timeout)
         for key in wanted:
-            project_id, is_shared = locks.lock_row(key)
-            select = (sa.select(models.projects.c.project_id)
-                      .where(models.projects.c.project_id == project_id)
-                      .with_for_update(read=is_shared))
-            if dialect in engine.MYSQL:
-                # An existing row is locked at once: INSERT IGNORE of a
-                # row that exists takes a shared lock, which two
-                # transactions would then both upgrade (a deadlock).
-                if self.connection.execute(select).first() is None:
-                    self._ensure_project(project_id)
-                    self.connection.execute(select)
-            else:
-                self._ensure_project(project_id)
-                if dialect != 'sqlite':
-                    self.connection.execute(select)
+            self._lock_row(key, dialect)
             self.locked.append(key)
+
+    def _lock_row(self, key, dialect):
+        """Lock the row of ``key`` (inserted first when missing)."""
+        project_id, is_shared = locks.lock_row(key)
+        if dialect == 'sqlite':
+            # BEGIN IMMEDIATE holds the one write lock already.
+            self._ensure_project(project_id)
+            return
+        select = (sa.select(models.projects.c.project_id)
+                  .where(models.projects.c.project_id == project_id)
+                  .with_for_update(read=is_shared))
+        # An existing row is locked at once, one statement (the server's
+        # lock_timeout, a connection option, bounds the wait). Only a
+        # missing one is inserted, then locked: on MySQL, INSERT IGNORE of
+        # a row that exists takes a shared lock, which two transactions
+        # would then both upgrade (a deadlock); on PostgreSQL, an insert
+        # of a row another transaction is inserting waits for it as for
+        # a lock.
+        if self.connection.execute(select).first() is None:
+            self._ensure_project(project_id)
+            self.connection.execute(select)
 
     def _ensure_project(self, project_id):
         table = models.projects

@@ -31,12 +31,14 @@ subprocess on loopback) and a real ledger database:
    Placement, one ``/usages`` read per round, as its code does.
 
     python tools/bench/policies.py [--leases 100000] [--requests 400]
-        [--hosts 20] [--capacity-max-age 5]
+        [--hosts 20] [--capacity-max-age 5] [--nova-quota-max-age 5]
         [--connection postgresql+psycopg2://...]
 
-Check-create runs twice: with ``[enforcement] capacity_max_age = 0``
-(Placement read live for every decision) and with ``--capacity-max-age``
-(the local capacity view, at most that old). ``--hosts 1000`` makes the
+Check-create runs twice: with ``[enforcement] capacity_max_age = 0`` and
+``nova_quota_max_age = 0`` (Placement read live for every decision) and
+with ``--capacity-max-age`` (the local capacity view, at most that old)
+and ``--nova-quota-max-age`` (each project's quota and usage reused that
+long: the leases all start in the future). ``--hosts 1000`` makes the
 cloud large enough for ``GET /allocation_candidates`` to show its cost.
 
 prints one JSON object on stdout and a summary on stderr.
@@ -285,6 +287,9 @@ def main(argv=None):
                         help='[enforcement] capacity_max_age of the second '
                              'run (the first reads Placement every time); '
                              '--capacity-cache-ttl is its old name.')
+    parser.add_argument('--nova-quota-max-age', type=int, default=5,
+                        help='[enforcement] nova_quota_max_age of the second '
+                             'run (0 in the first).')
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--no-accounts', action='store_true',
                         help='[limits] accounts = false: the tree limits '
@@ -325,6 +330,9 @@ def main(argv=None):
             for max_age in (0, args.capacity_max_age):
                 conf.set_override('capacity_max_age', max_age,
                                   'enforcement')
+                conf.set_override(
+                    'nova_quota_max_age',
+                    args.nova_quota_max_age if max_age else 0, 'enforcement')
                 if max_age:
                     # Warm-up: the view's first (whole) read, in the
                     # background while the first decisions read live.
@@ -357,6 +365,8 @@ def main(argv=None):
         'seed_seconds': round(seeded, 1),
         'goal_p99_ms': GOAL_P99_MS,
         'check_create': [dict(summary(age, *phases[age]),
+                              nova_quota_max_age=(
+                                  args.nova_quota_max_age if age else 0),
                               placement_calls_per_request=round(
                                   calls[age] / args.requests, 2),
                               p99_ms_by_reservation=by_kind[age])

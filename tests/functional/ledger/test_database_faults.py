@@ -104,13 +104,13 @@ class LockOrder:
         self.accounts = accounts_service.Accounts(self.ledger)
         # Widen the window between two locks of one transaction, where a
         # transaction taking them in the other order slips in.
-        ensure = store.Transaction._ensure_project
+        lock_row = store.Transaction._lock_row
 
-        def slow_ensure(txn, key):
-            ensure(txn, key)
+        def slow_lock(txn, key, dialect):
+            lock_row(txn, key, dialect)
             time.sleep(0.05)
         self.useFixture(fixtures.MockPatchObject(
-            store.Transaction, '_ensure_project', slow_ensure))
+            store.Transaction, '_lock_row', slow_lock))
 
     def admit(self, i):
         context = lease_model.Context.coerce(builders.context(self.child))
