@@ -424,14 +424,16 @@ class WSGIServer:
     byte (from the accept for a new connection); None: no such deadline
     (and threads read request heads themselves, as cheroot does).
     ``request_queue_size``: the listen backlog, and how many complete
-    requests may wait for a thread (beyond: ``503``).
+    requests may wait for a thread (beyond: ``503``). ``reuse_port``:
+    bind with ``SO_REUSEPORT``, beside the other workers of ``serve
+    --workers`` (:mod:`placement_quota.prefork`).
     """
 
     def __init__(self, app, host='127.0.0.1', port=0, threads=16,
                  request_queue_size=128, timeout=30, server_name=None,
-                 request_read_timeout=10):
+                 request_read_timeout=10, reuse_port=False):
         self._server = _Server(
-            (host, port), app, numthreads=threads,
+            (host, port), app, numthreads=threads, reuse_port=reuse_port,
             request_queue_size=request_queue_size, timeout=timeout,
             server_name=server_name or 'placement-quota',
             accepted_queue_size=request_queue_size,

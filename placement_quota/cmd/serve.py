@@ -32,6 +32,7 @@ from placement_quota.filters import chain as chain_mod
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources as limit_sources
 from placement_quota.placement import client as placement_client
+from placement_quota import prefork
 from placement_quota import wsgi_server
 
 LOG = logging.getLogger(__name__)
@@ -131,6 +132,12 @@ class Serve(common.Guarded, command.Command):
         parser.add_argument('--port', type=int, help='Port to listen on '
                             '(default: [api] bind_port, 8790; 0 picks a '
                             'free port).')
+        parser.add_argument('--workers', type=int, metavar='N',
+                            help='Processes serving the port (default: '
+                            '[api] workers, 1). Above 1, each is forked '
+                            'before it opens anything and binds the port '
+                            'with SO_REUSEPORT; it needs a Placement in '
+                            '[placement] (not the embedded one).')
         parser.add_argument('--admin-port', type=int, metavar='PORT',
                             help='Also serve the account admin API '
                             '("Multi-Tenant Accounting in OpenStack") on this '
@@ -139,7 +146,7 @@ class Serve(common.Guarded, command.Command):
                             'picks a free port).')
         return parser
 
-    def _admin_server(self, conf, services, port):
+    def _admin_server(self, conf, services, port, reuse_port=False):
         """The admin API server, started, or None when not asked for."""
         if port is None:
             return None
@@ -153,7 +160,8 @@ class Serve(common.Guarded, command.Command):
             threads=conf.admin_api.threads,
             timeout=conf.api.client_socket_timeout,
             request_read_timeout=conf.admin_api.request_read_timeout,
-            request_queue_size=conf.admin_api.request_queue_size)
+            request_queue_size=conf.admin_api.request_queue_size,
+            reuse_port=reuse_port)
         try:
             server.start()
         except OSError as exc:
@@ -169,6 +177,21 @@ class Serve(common.Guarded, command.Command):
         host = parsed_args.host or conf.api.bind_host
         port = conf.api.bind_port if parsed_args.port is None \
             else parsed_args.port
+        admin_port = conf.admin_api.bind_port \
+            if parsed_args.admin_port is None else parsed_args.admin_port
+        workers = conf.api.workers if parsed_args.workers is None \
+            else parsed_args.workers
+        if workers < 1:
+            main.fail('--workers must be at least 1 (got %d)' % workers)
+        if workers == 1:
+            return self._serve(conf, host, port, admin_port)
+        return self._serve_workers(conf, host, port, admin_port, workers)
+
+    def _serve(self, conf, host, port, admin_port, ready_hook=None,
+               reuse_port=False):
+        """Serve in this process until SIGTERM; ``ready_hook`` (a
+        worker's) is called, instead of printing the banner, once it
+        listens."""
         services = common.services(self)
         placement_used = placement_conf.describe(conf)
         if placement_conf.configured(conf) in ('endpoint', 'catalog'):
@@ -181,39 +204,21 @@ class Serve(common.Guarded, command.Command):
         LOG.info('Placement: %s', placement_used)
         LOG.info('Ledger: %s', ledger_conf.describe(conf))
         chain, app = build(conf, services)
-        admin_port = conf.admin_api.bind_port \
-            if parsed_args.admin_port is None else parsed_args.admin_port
-        admin_server = self._admin_server(conf, services, admin_port)
+        admin_server = self._admin_server(conf, services, admin_port,
+                                          reuse_port)
         server = wsgi_server.WSGIServer(
             app, host=host, port=port, threads=conf.api.threads,
             timeout=conf.api.client_socket_timeout,
             request_read_timeout=conf.api.request_read_timeout,
-            request_queue_size=conf.api.request_queue_size)
-        exposed = noauth_exposure('The enforcement service', host,
-                                  conf.api.auth_strategy)
-        admin_exposed = admin_server and noauth_exposure(
-            'The account admin API', conf.admin_api.bind_host,
-            conf.admin_api.auth_strategy)
+            request_queue_size=conf.api.request_queue_size,
+            reuse_port=reuse_port)
 
         def ready(srv):
-            for warning in (exposed, admin_exposed):
-                if warning:
-                    _warn(warning)
-            self.app.stdout.write(
-                'placement-quota enforcement service listening on %s/v1/ '
-                '(auth: %s%s; filters: %s; %d threads; Placement: %s)\n'
-                % (srv.url, conf.api.auth_strategy,
-                   _UNPROTECTED if exposed else '',
-                   ', '.join(chain.names) or 'none', conf.api.threads,
-                   _short(conf)))
-            if admin_server is not None:
-                self.app.stdout.write(
-                    'placement-quota account admin API listening on %s/v1/ '
-                    '(auth: %s%s)\n' % (admin_server.url,
-                                        conf.admin_api.auth_strategy,
-                                        _UNPROTECTED if admin_exposed
-                                        else ''))
-            self.app.stdout.flush()
+            if ready_hook is not None:
+                ready_hook()
+                return
+            self._banner(conf, chain.names, host, srv.url,
+                         admin_server and admin_server.url)
 
         def stop(signum, frame):
             # The handler runs in the thread that serves; cheroot's stop()
@@ -234,4 +239,68 @@ class Serve(common.Guarded, command.Command):
             if admin_server is not None:
                 admin_server.stop()
             services.close()
+        return 0
+
+    def _banner(self, conf, filter_names, host, url, admin_url, workers=1):
+        """The listening lines on stdout (and the noauth warnings)."""
+        exposed = noauth_exposure('The enforcement service', host,
+                                  conf.api.auth_strategy)
+        admin_exposed = admin_url and noauth_exposure(
+            'The account admin API', conf.admin_api.bind_host,
+            conf.admin_api.auth_strategy)
+        for warning in (exposed, admin_exposed):
+            if warning:
+                _warn(warning)
+        self.app.stdout.write(
+            'placement-quota enforcement service listening on %s/v1/ '
+            '(auth: %s%s; filters: %s; %s%d threads; Placement: %s)\n'
+            % (url, conf.api.auth_strategy,
+               _UNPROTECTED if exposed else '',
+               ', '.join(filter_names) or 'none',
+               '%d workers x ' % workers if workers > 1 else '',
+               conf.api.threads, _short(conf)))
+        if admin_url is not None:
+            self.app.stdout.write(
+                'placement-quota account admin API listening on %s/v1/ '
+                '(auth: %s%s)\n' % (admin_url, conf.admin_api.auth_strategy,
+                                    _UNPROTECTED if admin_exposed else ''))
+        self.app.stdout.flush()
+
+    def _serve_workers(self, conf, host, port, admin_port, count):
+        """``count`` pre-forked workers on one port (see
+        :mod:`placement_quota.prefork`)."""
+        if placement_conf.configured(conf) not in ('endpoint', 'catalog'):
+            main.fail('--workers %d needs a Placement in [placement] '
+                      '(endpoint_override or auth options): the embedded '
+                      'Placement serves one process.' % count)
+        try:
+            held = [prefork.reserve_port(host, port)]
+            port = held[0].getsockname()[1]
+            if admin_port is not None:
+                held.append(prefork.reserve_port(conf.admin_api.bind_host,
+                                                 admin_port))
+                admin_port = held[1].getsockname()[1]
+        except OSError as exc:
+            main.fail('cannot listen on %s:%s: %s'
+                      % (host, port, exc.strerror or exc))
+        pool = prefork.Workers(count, lambda ready: self._serve(
+            conf, host, port, admin_port, ready, reuse_port=True))
+        if not pool.start():
+            main.fail('the %d workers did not all start (see the log)'
+                      % count)
+        for sock in held:
+            sock.close()
+        shown = host if ':' not in host else '[%s]' % host
+        admin_url = None if admin_port is None else 'http://%s:%d' % (
+            conf.admin_api.bind_host, admin_port)
+        self._banner(conf, conf.enforcement.enabled_filters, host,
+                     'http://%s:%d' % (shown, port), admin_url, count)
+
+        def stop(signum, frame):
+            LOG.info('Signal %d received; stopping the workers.', signum)
+            pool.stop()
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+        pool.supervise()
         return 0

@@ -46,6 +46,14 @@ opts = [
         'threads', default=16, min=1, max=1024,
         help='Worker threads of the WSGI server: requests handled at once.'),
     cfg.IntOpt(
+        'workers', default=1, min=1, max=256,
+        help='Processes of "placement-quota serve", each with its threads, '
+             'sharing the port (SO_REUSEPORT; Linux). Above 1 they need a '
+             'Placement in [placement] (the embedded one serves one '
+             'process). For Prometheus metrics over all of them, set '
+             'PROMETHEUS_MULTIPROC_DIR (see the metrics guide). Under '
+             'uWSGI, use its processes instead.'),
+    cfg.IntOpt(
         'client_socket_timeout', default=10, min=1,
         help='Seconds an idle keep-alive connection is kept open, and the '
              'longest wait for any one read or write of a client '

@@ -48,6 +48,10 @@ exclusive one only. On SQLite every transaction holds the database's one
 write lock, so all of this is one lock there.
 """
 
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.dialects import sqlite
+
 from placement_quota.ledger import models
 
 #: The prefix of the lock of a capacity pool (see :func:`pool_lock`).
@@ -110,3 +114,39 @@ def lock_order(keys):
     keys = {key for key in keys
             if not (lock_row(key)[1] and lock_row(key)[0] in keys)}
     return sorted(keys, key=lock_key)
+
+
+def take_row(connection, dialect, key, now):
+    """Lock the row of the lock ``key`` in its mode, inserting it first
+    when it is missing (the lock rows live in ``projects``)."""
+    project_id, is_shared = lock_row(key)
+    if dialect == 'sqlite':
+        # BEGIN IMMEDIATE holds the one write lock already.
+        ensure_row(connection, dialect, project_id, now)
+        return
+    select = (sa.select(models.projects.c.project_id)
+              .where(models.projects.c.project_id == project_id)
+              .with_for_update(read=is_shared))
+    # An existing row is locked at once, one statement (the server's
+    # lock_timeout, a connection option, bounds the wait). Only a missing
+    # one is inserted, then locked: on MySQL, INSERT IGNORE of a row that
+    # exists takes a shared lock, which two transactions would then both
+    # upgrade (a deadlock); on PostgreSQL, an insert of a row another
+    # transaction is inserting waits for it as for a lock.
+    if connection.execute(select).first() is None:
+        ensure_row(connection, dialect, project_id, now)
+        connection.execute(select)
+
+
+def ensure_row(connection, dialect, project_id, now):
+    """Insert the ``projects`` row of ``project_id`` unless it exists."""
+    table = models.projects
+    values = {'project_id': project_id, 'created_at': now}
+    if dialect == 'postgresql':
+        stmt = postgresql.insert(table).values(
+            **values).on_conflict_do_nothing()
+    elif dialect == 'sqlite':
+        stmt = sqlite.insert(table).values(**values).on_conflict_do_nothing()
+    else:
+        stmt = table.insert().values(**values).prefix_with('IGNORE')
+    connection.execute(stmt)

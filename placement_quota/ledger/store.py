@@ -30,8 +30,6 @@ import alembic.script
 from oslo_log import log as logging
 from oslo_utils import timeutils
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects import sqlite
 from sqlalchemy import exc as sa_exc
 
 from placement_quota import audit
@@ -298,39 +296,13 @@ class Transaction:
             self.locked.append(key)
 
     def _lock_row(self, key, dialect):
-        """Lock the row of ``key`` (inserted first when missing)."""
-        project_id, is_shared = locks.lock_row(key)
-        if dialect == 'sqlite':
-            # BEGIN IMMEDIATE holds the one write lock already.
-            self._ensure_project(project_id)
-            return
-        select = (sa.select(models.projects.c.project_id)
-                  .where(models.projects.c.project_id == project_id)
-                  .with_for_update(read=is_shared))
-        # An existing row is locked at once, one statement (the server's
-        # lock_timeout, a connection option, bounds the wait). Only a
-        # missing one is inserted, then locked: on MySQL, INSERT IGNORE of
-        # a row that exists takes a shared lock, which two transactions
-        # would then both upgrade (a deadlock); on PostgreSQL, an insert
-        # of a row another transaction is inserting waits for it as for
-        # a lock.
-        if self.connection.execute(select).first() is None:
-            self._ensure_project(project_id)
-            self.connection.execute(select)
+        """Lock the row of ``key`` (:func:`~placement_quota.ledger.locks.
+        take_row`)."""
+        locks.take_row(self.connection, dialect, key, self.now)
 
     def _ensure_project(self, project_id):
-        table = models.projects
-        values = {'project_id': project_id, 'created_at': self.now}
-        dialect = self.ledger.dialect
-        if dialect == 'postgresql':
-            stmt = postgresql.insert(table).values(
-                **values).on_conflict_do_nothing()
-        elif dialect == 'sqlite':
-            stmt = sqlite.insert(table).values(
-                **values).on_conflict_do_nothing()
-        else:
-            stmt = table.insert().values(**values).prefix_with('IGNORE')
-        self.connection.execute(stmt)
+        locks.ensure_row(self.connection, self.ledger.dialect, project_id,
+                         self.now)
 
     def generation(self, project_id):
         """The project's generation (0 for a project never seen)."""

@@ -172,7 +172,9 @@ class TestFilterList(CLITestCase):
                           'ProjectTreeLimitFilter': ''}, rows)
 
 
-class TestServe(CLITestCase):
+class ServeProcesses:
+    """Starts ``placement-quota serve`` subprocesses (stopped at
+    cleanup); :attr:`banner` is the first line of the last one."""
 
     def start(self, *args, config=None):
         argv = [sys.executable, '-m', 'placement_quota.cmd.main']
@@ -185,15 +187,23 @@ class TestServe(CLITestCase):
         line = process.stdout.readline()
         self.assertIn('listening on http://127.0.0.1:', line,
                       process.stderr.read() if not line else line)
+        self.banner = line
         return process, line.split('listening on ')[1].split()[0]
 
     @staticmethod
     def _stop(process):
         if process.poll() is None:
-            process.kill()
-            process.wait(TIMEOUT)
+            process.terminate()
+            try:
+                process.wait(TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(TIMEOUT)
         process.stdout.close()
         process.stderr.close()
+
+
+class TestServe(ServeProcesses, CLITestCase):
 
     def test_serve_says_where_it_listens_and_answers(self):
         config = self.config('[enforcement]\nreservation_max_length = 86400\n')

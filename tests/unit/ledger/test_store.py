@@ -73,13 +73,13 @@ class TestLockOrder(base.LedgerTestCase):
 
     def test_transaction_takes_its_locks_in_the_lock_order(self):
         taken = []
-        original = store.Transaction._ensure_project
+        original = store.Transaction._lock_row
 
-        def spy(txn, key):
+        def spy(txn, key, dialect):
             taken.append(key)
-            return original(txn, key)
+            return original(txn, key, dialect)
         self.useFixture(fixtures.MockPatchObject(
-            store.Transaction, '_ensure_project', spy))
+            store.Transaction, '_lock_row', spy))
         with self.ledger.transaction(['*', 'z-child', 'a-root']):
             pass
         self.assertEqual(['a-root', 'z-child', '*'], taken)
