@@ -22,6 +22,7 @@ import fixtures
 import requests
 import testtools
 
+from tests.fixtures import process as processes
 from tests import spec_examples as spec
 
 TIMEOUT = 60
@@ -192,13 +193,8 @@ class ServeProcesses:
 
     @staticmethod
     def _stop(process):
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(TIMEOUT)
+        # SIGTERM first: serve --workers stops its workers then.
+        processes.stop(process, TIMEOUT)
         process.stdout.close()
         process.stderr.close()
 

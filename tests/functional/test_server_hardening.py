@@ -35,6 +35,7 @@ from placement_quota.api import app as api_app
 from placement_quota.filters import chain as chain_mod
 from placement_quota import wsgi_server
 from tests.fixtures import enforcement as enforcement_fixture
+from tests.fixtures import process as processes
 from tests import spec_examples as spec
 
 BODY = json.dumps({'context': {'project_id': 'p'},
@@ -412,12 +413,7 @@ class TestServe(testtools.TestCase):
 
     @staticmethod
     def _stop(process):
-        process.terminate()
-        try:
-            process.wait(TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(TIMEOUT)
+        processes.stop(process, TIMEOUT)
         process.stdout.close()
 
     @staticmethod
