@@ -86,7 +86,7 @@ from tests import fuzz_strategies as fs
 DATABASES = ('sqlite', 'postgresql')
 FILTERS = ['MaximumReservationLengthFilter', 'ReservationSizeFilter',
            'LeaseCountFilter', 'NovaQuotaFilter', 'PlacementCapacityFilter',
-           'CreditFilter', 'ProjectTreeLimitFilter']
+           'CreditFilter', 'ProjectTreeLimitFilter', 'UserLimitFilter']
 #: Seconds a request may take before it counts as no answer.
 REQUEST_TIMEOUT = 60
 
@@ -112,6 +112,9 @@ OPTIONS = {
     ('enforcement', 'max_floatingips_per_lease'): 4,
     ('enforcement', 'max_networks_per_lease'): 2,
     ('enforcement', 'max_leases_per_project'): 4,
+    ('enforcement', 'max_leases_per_user'): 3,
+    ('enforcement', 'max_hosts_per_user'): 3,
+    ('enforcement', 'max_instances_per_user'): 8,
     ('enforcement', 'nova_quota_source'): 'file',
     ('enforcement', 'credit_instance_rate'): 0.2,
     ('enforcement', 'credit_class_rates'): {'VCPU': '0.1',

@@ -23,6 +23,7 @@ from placement_quota.filters.max_length import \
 from placement_quota.filters.nova_quota import NovaQuotaFilter
 from placement_quota.filters.size import ReservationSizeFilter
 from placement_quota.filters.tree_limit import ProjectTreeLimitFilter
+from placement_quota.filters.user_limit import UserLimitFilter
 
 #: What ``[enforcement] available_filters`` finds by default.
 all_filters = [
@@ -35,4 +36,5 @@ all_filters = [
     PlacementCapacityFilter,
     CreditFilter,
     ProjectTreeLimitFilter,
+    UserLimitFilter,
 ]

@@ -386,10 +386,11 @@ class Transaction:
                   with_lease=False):
         """``[(window.Interval, row)]`` of every live entry overlapping
         ``[start, end)``: of ``project_ids``, or of every project. The row
-        has ``id``, ``project_id`` and, ``with_lease``, the stored lease."""
+        has ``id``, ``project_id``, ``user_id`` and, ``with_lease``, the
+        stored lease."""
         t = models.leases
-        columns = [t.c.id, t.c.project_id, t.c.start_date, t.c.effective_end,
-                   t.c.amounts]
+        columns = [t.c.id, t.c.project_id, t.c.user_id, t.c.start_date,
+                   t.c.effective_end, t.c.amounts]
         if with_lease:
             columns.append(t.c.lease)
         query = sa.select(*columns).where(
@@ -437,13 +438,16 @@ class Transaction:
             'DISK_GB': row.instance_disk_gb}), row)
             for row in self.connection.execute(query)]
 
-    def open_count(self, project_id, exclude=None):
-        """Pending and active leases of a project now."""
+    def open_count(self, project_id, exclude=None, user_id=None):
+        """Pending and active leases of a project (of one of its users)
+        now."""
         t = models.leases
         query = sa.select(sa.func.count()).select_from(t).where(
             t.c.project_id == project_id,
             t.c.state.in_((models.PENDING, models.ACTIVE)),
             t.c.effective_end > self.now)
+        if user_id is not None:
+            query = query.where(t.c.user_id == user_id)
         if exclude is not None:
             query = query.where(t.c.id != exclude)
         return self.connection.execute(query).scalar_one()

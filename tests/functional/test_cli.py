@@ -170,7 +170,8 @@ class TestFilterList(CLITestCase):
                           'NovaQuotaFilter': '',
                           'PlacementCapacityFilter': '',
                           'CreditFilter': '',
-                          'ProjectTreeLimitFilter': ''}, rows)
+                          'ProjectTreeLimitFilter': '',
+                          'UserLimitFilter': ''}, rows)
 
 
 class ServeProcesses:

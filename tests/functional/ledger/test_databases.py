@@ -167,9 +167,12 @@ class TwoServiceProcesses(ServiceProcesses):
 
     requests_sent = 40
 
-    def hammer(self, services, project):
+    def hammer(self, services, project, user=None):
         def one(i):
-            body = {'context': {'project_id': project},
+            context = {'project_id': project}
+            if user is not None:
+                context['user_id'] = user
+            body = {'context': context,
                     'lease': base.lease(base.day(2), base.day(3),
                                         base.hosts('h-%d' % i),
                                         name='lease-%d' % i)}
@@ -190,6 +193,16 @@ class TwoServiceProcesses(ServiceProcesses):
         services = self.start_services(['ProjectTreeLimitFilter'])
         project = 'p-%s' % uuid.uuid4().hex[:8]
         statuses = self.hammer(services, project)
+        self.assertEqual({204: 10, 403: 30},
+                         {s: statuses.count(s) for s in set(statuses)})
+        self.assertEqual(10, len(self.live_entries(project)))
+
+    def test_user_limit_admits_exactly_the_limit(self):
+        # Each lease: one host over the same day; 10 hosts per user.
+        services = self.start_services(['UserLimitFilter'],
+                                       'max_hosts_per_user = 10\n')
+        project = 'p-%s' % uuid.uuid4().hex[:8]
+        statuses = self.hammer(services, project, user='alice')
         self.assertEqual({204: 10, 403: 30},
                          {s: statuses.count(s) for s in set(statuses)})
         self.assertEqual(10, len(self.live_entries(project)))

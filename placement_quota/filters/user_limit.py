@@ -1,0 +1,109 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""UserLimitFilter: one user may not take a whole project's share.
+
+Slurm limits each user association inside an account (MaxJobs,
+MaxSubmitJobs, GrpTRES per user); placement-quota's other limits are per
+project. Every lease carries the ``user_id`` of who asked (the request's
+context); the ledger keeps it with the entry. Per user of a project:
+
+* ``max_leases_per_user``: pending plus active leases at once;
+* ``max_hosts_per_user``: the most hosts the user holds reserved at one
+  moment of the lease's window (the ledger's peak), plus the lease's;
+* ``max_instances_per_user``: the same for instances (``virtual:instance``
+  and ``flavor:instance``).
+
+The project's limits still hold (LeaseCountFilter, NovaQuotaFilter,
+ProjectTreeLimitFilter...). An update counts against the lease's owner (the
+user who created it), whoever sends it. A request without a ``user_id``
+is not limited per user. Exact under concurrency as the project limits
+are: the admission holds the project's lock, which every user of the
+project takes.
+"""
+
+from oslo_config import cfg
+
+from placement_quota.filters import ledger_base
+from placement_quota.ledger import accounting
+from placement_quota.ledger import window
+
+#: Option -> (ledger resource, what the message calls it).
+PEAK_LIMITS = {
+    'max_hosts_per_user': (accounting.HOSTS, 'hosts'),
+    'max_instances_per_user': (accounting.INSTANCES, 'instances'),
+}
+
+
+class UserLimitFilter(ledger_base.LedgerFilter):
+    """Deny a lease past a per-user limit inside its project."""
+
+    enforcement_opts = [
+        cfg.IntOpt(
+            'max_leases_per_user', default=0, min=0,
+            help='Most pending plus active leases one user may hold in a '
+                 'project at once; 0 means no limit. Counted in the '
+                 'ledger.'),
+        cfg.IntOpt(
+            'max_hosts_per_user', default=0, min=0,
+            help='Most hosts one user of a project may hold reserved at '
+                 'one moment (the peak over the lease\'s window, the lease '
+                 'included); 0 means no limit.'),
+        cfg.IntOpt(
+            'max_instances_per_user', default=0, min=0,
+            help='Most instances (virtual:instance and flavor:instance) '
+                 'one user of a project may hold reserved at one moment '
+                 '(the peak over the lease\'s window, the lease '
+                 'included); 0 means no limit.'),
+    ]
+
+    def check(self, admission):
+        group = self.conf.enforcement
+        owner = (admission.entry.user_id if admission.entry is not None
+                 else admission.context.user_id)
+        if not owner:
+            return
+        if group.max_leases_per_user and admission.entry is None:
+            held = admission.txn.open_count(
+                admission.project_id, user_id=owner)
+            if held + 1 > group.max_leases_per_user:
+                raise self.deny(
+                    'User %s of project %s already holds %d pending or '
+                    'active leases; at most %d are allowed per user.'
+                    % (owner, admission.project_id, held,
+                       group.max_leases_per_user))
+        limited = {option: PEAK_LIMITS[option]
+                   for option in sorted(PEAK_LIMITS)
+                   if getattr(group, option)}
+        if not limited:
+            return
+        self.deny_unaccounted(admission.lease)
+        asked = {resource: admission.amounts.get(resource, 0)
+                 for resource, _ in limited.values()}
+        if not any(asked.values()):
+            return
+        own = [interval for interval, row in admission.intervals()
+               if row.user_id == owner]
+        peaks = window.peaks(own, admission.start, admission.end,
+                             [r for r, amount in asked.items() if amount])
+        for option, (resource, noun) in limited.items():
+            if not asked[resource]:
+                continue
+            limit = getattr(group, option)
+            peak = peaks[resource]
+            if peak.amount + asked[resource] > limit:
+                raise self.deny(
+                    'User %s of project %s: the lease asks for %d %s from '
+                    '%s to %s, and the user has %s; at most %d per user.'
+                    % (owner, admission.project_id, asked[resource], noun,
+                       ledger_base.when(admission.start),
+                       ledger_base.when(admission.end),
+                       ledger_base.peak_text(peak), limit))
