@@ -52,6 +52,7 @@ from placement_quota.accounts import moves
 from placement_quota.accounts import schema
 from placement_quota.accounts import servers as servers_mod
 from placement_quota.accounts import store
+from placement_quota.ledger import report as ledger_report
 from placement_quota.limits import errors as limit_errors
 from placement_quota.limits import tree as tree_mod
 from placement_quota.placement import client as placement_client
@@ -198,6 +199,17 @@ class Accounts:
         """The Account; NotFound or Gone."""
         with self.ledger.transaction() as txn:
             return self._live(txn.connection, account_id)
+
+    def report(self, account_id, start, end, by='project', user_id=None):
+        """Usage of the account and its children during ``[start,
+        end)`` (:func:`placement_quota.ledger.report.report`)."""
+        with self.ledger.reader() as txn:
+            self._live(txn.connection, account_id)
+            projects = [account_id] + store.children(txn.connection,
+                                                     account_id)
+            return ledger_report.report(
+                txn.connection, self.ledger.dialect, start, end, by,
+                projects, user_id)
 
     def show(self, account_id, with_usage=True):
         """The GET representation: the account, children and usage."""

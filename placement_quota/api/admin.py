@@ -29,6 +29,7 @@ Resources (``{account_id}`` percent-encoded, see
     GET|POST             /v1/{account_id}/consumers/{uuid}/action/move?dest=
     GET                  /v1/{account_id}/leases/{lease_id}
     GET|POST             /v1/{account_id}/leases/{lease_id}/action/move?dest=
+    GET                  /v1/{account_id}/report?start=&end=[&by=][&user=]
 
 The handlers are thin: parse (:mod:`placement_quota.api.admin_http`:
 raw path, query, strict JSON bodies, ``X-Account-*`` headers), call
@@ -60,6 +61,7 @@ from placement_quota.api import app as api_app
 from placement_quota.api import util
 from placement_quota import audit
 from placement_quota import healthcheck as pq_healthcheck
+from placement_quota.ledger import report as ledger_report
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota import policies
 from placement_quota import services as services_mod
@@ -166,6 +168,8 @@ class AdminAPI:
                     'HEAD': lambda r: self.head(r, a),
                     'PUT': lambda r: self.put(r, a),
                     'DELETE': lambda r: self.delete(r, a)}
+        if rest == ['report']:
+            return {'GET': lambda r: self.report(r, a)}
         if rest == ['action', 'recover']:
             return {'POST': lambda r: self.recover(r, a)}
         if rest == ['action', 'move']:
@@ -266,6 +270,29 @@ class AdminAPI:
         document = self.accounts.show(account_id)
         return util.json_response(200, document,
                                   admin_http.account_headers(document))
+
+    def report(self, req, account_id):
+        """``GET /v1/{account}/report?start=&end=[&by=][&user=]``."""
+        self.authorize(req, policies.SHOW, account_id)
+        found = admin_http.query(req, ('start', 'end', 'by', 'user'))
+        start = admin_http.date(found, 'start')
+        end = admin_http.date(found, 'end')
+        by = found.get('by', 'project')
+        if by not in ledger_report.BY:
+            raise util.HTTPError(400, 'Query parameter by must be one of %s'
+                                 % ', '.join(ledger_report.BY), field='by',
+                                 value=by)
+        if not end > start:
+            raise util.HTTPError(400, 'Query parameter end must be after '
+                                 'start (%s)' % start.isoformat(),
+                                 field='end', value=found['end'])
+        rows = self.accounts.report(account_id, start, end, by,
+                                    found.get('user'))
+        return util.json_response(200, {
+            'account': account_id, 'start': start.isoformat(),
+            'end': end.isoformat(), 'by': found.get('by', 'project'),
+            'rows': [dict(zip(ledger_report.COLUMNS, row.as_tuple()))
+                     for row in rows]})
 
     def head(self, req, account_id):
         self.authorize(req, policies.SHOW, account_id)

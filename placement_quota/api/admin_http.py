@@ -18,6 +18,7 @@ bodies (no ``NaN``, ``Infinity``, or number too large for a float), and the
 percent-encoded ``X-Account-*`` headers of an account.
 """
 
+import datetime
 import json
 import math
 from urllib import parse
@@ -144,6 +145,31 @@ def loads(raw):
     except RecursionError:
         raise util.HTTPError(400, 'The body is not JSON this API takes: '
                              'it is nested too deeply', field='body')
+
+
+def date(found, name):
+    """The required query parameter ``name`` as a naive UTC datetime
+    (ISO 8601: ``2026-06-01`` or ``2026-06-01T12:00``, ``Z`` or an
+    offset); 400 naming it otherwise."""
+    value = found.get(name)
+    if not value:
+        raise util.HTTPError(400, 'Query parameter %s is required: an ISO '
+                             '8601 date' % name, field=name, value=value)
+    try:
+        parsed = datetime.datetime.fromisoformat(
+            value[:-1] + '+00:00' if value.endswith('Z') else value)
+    except ValueError:
+        raise util.HTTPError(400, 'Query parameter %s is not an ISO 8601 '
+                             'date: %r' % (name, value), field=name,
+                             value=value)
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(datetime.timezone.utc).replace(
+            tzinfo=None)
+    if not 1970 <= parsed.year <= 3000:
+        raise util.HTTPError(400, 'Query parameter %s is out of range '
+                             '(1970 to 3000): %r' % (name, value),
+                             field=name, value=value)
+    return parsed
 
 
 def query(req, allowed):

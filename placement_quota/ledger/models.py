@@ -116,6 +116,9 @@ leases = sa.Table(
     sa.Index('ix_leases_duration', 'duration_s'),
     sa.Index('ix_leases_provisional_key', 'provisional_key'),
     sa.Index('ix_leases_shape_key', 'shape_key'),
+    # Reports count leases created and ended in a period.
+    sa.Index('ix_leases_created', 'created_at'),
+    sa.Index('ix_leases_ended', 'ended_at'),
 )
 
 credit_allocations = sa.Table(
@@ -143,6 +146,8 @@ charges = sa.Table(
     sa.Column('at', sa.DateTime, nullable=False),
     sa.Index('ix_charges_allocation', 'allocation_id'),
     sa.Index('ix_charges_lease', 'lease_row'),
+    # Reports sum the charges of a period.
+    sa.Index('ix_charges_at', 'at'),
 )
 
 #: The accounts of the admin API ("Multi-Tenant Accounting in OpenStack"): the

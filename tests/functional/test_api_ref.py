@@ -42,7 +42,8 @@ ADMIN_PATHS = ['/v1', '/v1/{account_id}', '/v1/{account_id}/action/recover',
                '/v1/{account_id}/consumers/{consumer_uuid}',
                '/v1/{account_id}/consumers/{consumer_uuid}/action/move',
                '/v1/{account_id}/leases/{lease_id}',
-               '/v1/{account_id}/leases/{lease_id}/action/move']
+               '/v1/{account_id}/leases/{lease_id}/action/move',
+               '/v1/{account_id}/report']
 VALUES = {'account_id': 'acct', 'lease_id': 'lease-1',
           'consumer_uuid': '4f3c2f36-0d3e-4a5c-9f7e-8f1a2b3c4d5e'}
 

@@ -1,0 +1,262 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Usage over a period, computed in the database.
+
+What Slurm's ``sreport`` answers for HPC: for a period ``[start, end)``
+and a set of projects (or one user), the reserved resource-hours, grouped
+by project, user, or period (day, week, month). A lease crossing the
+period's edges counts only its part inside: ``(min(end, effective end) -
+max(start, lease start))`` seconds times its amount, summed by the
+database (one indexed window query a group of time; nothing is loaded
+lease by lease). Credits charged and refunded are the ``charges`` rows
+dated inside the period; leases created, denied and ended early are
+counted by their dates.
+
+Entries counted: every entry not denied or abandoned, closed ones at their
+actual end (``effective_end``).
+"""
+
+import dataclasses
+import datetime
+import typing
+
+import sqlalchemy as sa
+
+from placement_quota.ledger import accounting
+from placement_quota.ledger import models
+from placement_quota.ledger import store
+
+#: Report column -> ledger resource whose hours it sums.
+HOURS = {
+    'host_hours': accounting.HOSTS,
+    'instance_hours': accounting.INSTANCES,
+    'vcpu_hours': accounting.VCPU,
+    'memory_mb_hours': accounting.MEMORY_MB,
+    'disk_gb_hours': accounting.DISK_GB,
+    'floatingip_hours': accounting.FLOATINGIPS,
+    'network_hours': accounting.NETWORKS,
+}
+#: The groups of ``--by``.
+BY_KEY = ('project', 'user')
+BY_TIME = ('day', 'week', 'month')
+BY = BY_KEY + BY_TIME + ('total',)
+#: The columns of a row, in order.
+COLUMNS = (('group',) + tuple(HOURS) +
+           ('credits_charged', 'credits_refunded', 'credits_net',
+            'leases_created', 'leases_denied', 'leases_ended_early'))
+
+
+@dataclasses.dataclass
+class Row:
+    """One group of the report (``values``: :data:`COLUMNS` after
+    ``group``)."""
+
+    group: str
+    values: typing.Dict[str, float]
+
+    def as_tuple(self):
+        return (self.group,) + tuple(self.values[c] for c in COLUMNS[1:])
+
+
+def _seconds(dialect, later, earlier):
+    """SQL for the seconds from ``earlier`` to ``later`` (datetimes)."""
+    if dialect == 'sqlite':
+        return (sa.func.julianday(later) - sa.func.julianday(earlier)) * \
+            86400.0
+    if dialect == 'postgresql':
+        return sa.extract('epoch', later - earlier)
+    return sa.func.timestampdiff(sa.text('MICROSECOND'), earlier,
+                                 later) / 1000000.0
+
+
+def _least(dialect, a, b):
+    return sa.func.min(a, b) if dialect == 'sqlite' else sa.func.least(a, b)
+
+
+def _greatest(dialect, a, b):
+    return sa.func.max(a, b) if dialect == 'sqlite' \
+        else sa.func.greatest(a, b)
+
+
+def _amount(column, resource):
+    """SQL for ``amounts[resource]`` (0 when absent)."""
+    return sa.func.coalesce(column[resource].as_float(), 0.0)
+
+
+def periods(start, end, by):
+    """``[(label, start, end)]``: ``[start, end)`` cut by day, ISO week
+    (from Monday) or calendar month (UTC); one piece for other groups."""
+    if by not in BY_TIME:
+        return [(None, start, end)]
+    found = []
+    at = start
+    while at < end:
+        if by == 'day':
+            day = datetime.datetime(at.year, at.month, at.day)
+            following = day + datetime.timedelta(days=1)
+            label = day.strftime('%Y-%m-%d')
+        elif by == 'week':
+            day = datetime.datetime(at.year, at.month, at.day)
+            monday = day - datetime.timedelta(days=day.weekday())
+            following = monday + datetime.timedelta(days=7)
+            year, week, _ = monday.isocalendar()
+            label = '%d-W%02d' % (year, week)
+        else:
+            first = datetime.datetime(at.year, at.month, 1)
+            following = (first + datetime.timedelta(days=32)).replace(day=1)
+            label = first.strftime('%Y-%m')
+        piece_end = min(following, end)
+        found.append((label, at, piece_end))
+        at = piece_end
+    return found
+
+
+def report(connection, dialect, start, end, by='project', projects=None,
+           user_id=None):
+    """:class:`Row` s of the usage of ``projects`` (None: every project)
+    or of one user, during ``[start, end)``, grouped ``by``."""
+    if by not in BY:
+        raise ValueError('--by must be one of %s (got %r)'
+                         % (', '.join(BY), by))
+    if not end > start:
+        raise ValueError('the end (%s) must be after the start (%s)'
+                         % (end, start))
+    rows = {}
+    t = models.leases
+    # No counted lease is longer than the longest: the window query
+    # bounds start_date on both sides (its index) instead of scanning every
+    # lease that ends after the period's start.
+    longest = connection.execute(
+        sa.select(sa.func.max(t.c.duration_s))
+        .where(t.c.state.notin_(models.NOT_COUNTED))).scalar() or 0
+    for label, piece_start, piece_end in periods(start, end, by):
+        for key, values in _usage(connection, dialect, piece_start,
+                                  piece_end, by, projects, user_id,
+                                  longest):
+            group = label if by in BY_TIME else (
+                'total' if by == 'total' else key)
+            found = rows.setdefault(group, dict.fromkeys(COLUMNS[1:], 0))
+            for column, value in values.items():
+                found[column] += value
+        if by in BY_TIME:
+            rows.setdefault(label, dict.fromkeys(COLUMNS[1:], 0))
+    return [Row(group, _rounded(values))
+            for group, values in sorted(rows.items(),
+                                        key=lambda item: str(item[0]))]
+
+
+def _rounded(values):
+    out = {}
+    for column, value in values.items():
+        if column.endswith('_hours'):
+            out[column] = round(value, 4)
+        elif column.startswith('credits_'):
+            out[column] = round(value / 1000000.0, 6)
+        else:
+            out[column] = int(value)
+    return out
+
+
+def _filter(query, table, projects, user_id):
+    if projects is not None:
+        query = query.where(table.c.project_id.in_(sorted(projects)))
+    if user_id is not None:
+        query = query.where(table.c.user_id == user_id)
+    return query
+
+
+def _grouped(query, key, by):
+    """``query`` grouped by ``key`` (not for one literal group: no
+    database groups by a constant)."""
+    return query.group_by(key) if by in BY_KEY else query
+
+
+def _group_column(table, by):
+    if by == 'project':
+        return table.c.project_id
+    if by == 'user':
+        return sa.func.coalesce(table.c.user_id, '-')
+    return sa.literal('total')
+
+
+def _usage(connection, dialect, start, end, by, projects, user_id,
+           longest):
+    """``[(group key, {column: value})]`` of one piece of the period."""
+    t = models.leases
+    key = _group_column(t, by)
+    inside = _seconds(dialect, _least(dialect, t.c.effective_end, end),
+                      _greatest(dialect, t.c.start_date, start)) / 3600.0
+    hours = [sa.func.sum(inside * _amount(t.c.amounts, resource))
+             .label(column) for column, resource in HOURS.items()]
+    query = _filter(sa.select(key.label('key'), *hours).where(
+        t.c.state.notin_(models.NOT_COUNTED), t.c.start_date < end,
+        t.c.effective_end > start), t, projects, user_id)
+    earliest = store.earliest_start(start, longest)
+    if earliest is not None:
+        query = query.where(t.c.start_date >= earliest)
+    query = _grouped(query, key, by)
+    found = {}
+    for row in connection.execute(query):
+        found[row.key] = {column: float(getattr(row, column) or 0)
+                          for column in HOURS}
+    _add_counts(connection, t, by, start, end, projects, user_id, found)
+    _add_credits(connection, dialect, by, start, end, projects, user_id,
+                 found)
+    return sorted(found.items(), key=lambda item: str(item[0]))
+
+
+def _add_counts(connection, t, by, start, end, projects, user_id, found):
+    key = _group_column(t, by)
+    denied = sa.case((t.c.state == models.DENIED, 1), else_=0)
+    counted = sa.case((t.c.state.notin_(models.NOT_COUNTED), 1), else_=0)
+    query = _filter(sa.select(
+        key.label('key'), sa.func.sum(counted).label('created'),
+        sa.func.sum(denied).label('denied')).where(
+            t.c.created_at >= start, t.c.created_at < end),
+        t, projects, user_id)
+    for row in connection.execute(_grouped(query, key, by)):
+        values = found.setdefault(row.key, dict.fromkeys(HOURS, 0.0))
+        values['leases_created'] = int(row.created or 0)
+        values['leases_denied'] = int(row.denied or 0)
+    early = _filter(sa.select(key.label('key'), sa.func.count().label('n'))
+                    .where(t.c.ended_at >= start, t.c.ended_at < end,
+                           t.c.effective_end < t.c.end_date,
+                           t.c.state == models.TERMINATED),
+                    t, projects, user_id)
+    for row in connection.execute(_grouped(early, key, by)):
+        values = found.setdefault(row.key, dict.fromkeys(HOURS, 0.0))
+        values['leases_ended_early'] = int(row.n or 0)
+
+
+def _add_credits(connection, dialect, by, start, end, projects, user_id,
+                 found):
+    c, t = models.charges, models.leases
+    key = _group_column(t, by) if by == 'user' else (
+        c.c.project_id if by == 'project' else sa.literal('total'))
+    charged = sa.case((c.c.amount > 0, c.c.amount), else_=0)
+    refunded = sa.case((c.c.amount < 0, -c.c.amount), else_=0)
+    query = sa.select(key.label('key'),
+                      sa.func.sum(charged).label('charged'),
+                      sa.func.sum(refunded).label('refunded')).where(
+        c.c.at >= start, c.c.at < end)
+    if by == 'user' or user_id is not None:
+        query = query.select_from(c.join(t, c.c.lease_row == t.c.id))
+        if user_id is not None:
+            query = query.where(t.c.user_id == user_id)
+    if projects is not None:
+        query = query.where(c.c.project_id.in_(sorted(projects)))
+    for row in connection.execute(_grouped(query, key, by)):
+        values = found.setdefault(row.key, dict.fromkeys(HOURS, 0.0))
+        values['credits_charged'] = float(row.charged or 0)
+        values['credits_refunded'] = float(row.refunded or 0)
+        values['credits_net'] = float((row.charged or 0) -
+                                      (row.refunded or 0))

@@ -1,0 +1,102 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``placement-quota report``: the command on a SQLite ledger holding
+entries of two projects, one an account's child."""
+
+import csv
+import datetime
+import io
+import json
+import os
+
+from placement_quota.accounts import store as accounts_store
+from placement_quota.ledger import accounting
+from placement_quota.ledger import models
+from placement_quota.ledger import store
+from tests.functional import test_cli
+
+
+class TestReport(test_cli.CLITestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.url = 'sqlite:///%s' % os.path.join(self.dir, 'ledger.sqlite')
+        self.conf = self.config('[database]\nconnection = %s\n' % self.url)
+        ledger = store.Ledger(self.url, migrate=True)
+        self.addCleanup(ledger.dispose)
+        with ledger.transaction() as txn:
+            accounts_store.insert(txn.connection, 'physics', None, {}, {},
+                                  txn.now)
+            accounts_store.insert(txn.connection, 'optics', 'physics', {},
+                                  {}, txn.now)
+        for project, user, hosts in (('physics', 'alice', 1),
+                                     ('optics', 'bob', 2),
+                                     ('biology', 'carol', 4)):
+            start = datetime.datetime(2026, 6, 2, 12)
+            with ledger.transaction([project]) as txn:
+                txn.insert(project_id=project, lease_id=None,
+                           provisional_key='k', name='n', user_id=user,
+                           start_date=start,
+                           end_date=start + datetime.timedelta(days=1),
+                           state=models.PENDING,
+                           amounts={accounting.HOSTS: hosts},
+                           lease={'reservations': []}, hourly_rate=0,
+                           charged=0)
+
+    def report(self, *args):
+        return test_cli.command('report', '--start', '2026-06-01', '--end',
+                                '2026-07-01', *args, config=self.conf)
+
+    def hours(self, *args):
+        result = self.report('-f', 'json', *args)
+        self.assertEqual(0, result.returncode, result.stderr)
+        return {row['group']: row['host_hours']
+                for row in json.loads(result.stdout)}
+
+    def test_every_project_by_default(self):
+        self.assertEqual({'biology': 96.0, 'optics': 48.0, 'physics': 24.0},
+                         self.hours())
+
+    def test_an_account_counts_its_children(self):
+        self.assertEqual({'optics': 48.0, 'physics': 24.0},
+                         self.hours('--account', 'physics'))
+
+    def test_one_user_by_day(self):
+        self.assertEqual({'2026-06-02': 24.0, '2026-06-03': 24.0},
+                         {k: v for k, v in self.hours(
+                             '--user', 'bob', '--by', 'day').items() if v})
+
+    def test_csv_has_a_header_and_a_row_a_group(self):
+        result = self.report('-f', 'csv', '--by', 'total')
+        rows = list(csv.DictReader(io.StringIO(result.stdout)))
+        self.assertEqual([('total', '168.0')],
+                         [(r['group'], r['host_hours']) for r in rows])
+
+    def test_an_unknown_account_is_a_clean_error(self):
+        result = self.report('--account', 'nobody')
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertIn("no account 'nobody'", result.stderr)
+
+    def test_an_end_before_the_start_is_a_clean_error(self):
+        result = test_cli.command('report', '--start', '2026-07-01',
+                                  '--end', '2026-06-01', config=self.conf)
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertIn('--end (2026-06-01) must be after --start',
+                      result.stderr)
+        self.assertNotIn('Traceback', result.stderr)
+
+    def test_a_date_that_is_no_date_is_a_clean_error(self):
+        result = test_cli.command('report', '--start', 'June', '--end',
+                                  '2026-06-01', config=self.conf)
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertIn('--start', result.stderr)
+        self.assertNotIn('Traceback', result.stderr)
