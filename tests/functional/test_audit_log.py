@@ -21,14 +21,11 @@ import json
 import logging
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import uuid
 
 import fixtures
-from keystonemiddleware import auth_token
 import requests
 import testtools
 import webob
@@ -39,10 +36,10 @@ from placement_quota import conf as pq_conf
 from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod
-from placement_quota import wsgi_server
 from tests.fixtures import keystone
 from tests.fixtures import placement as placement_fixtures
-from tests.functional.keystone import test_api_keystone_auth as auth_tests
+from tests.functional.keystone import test_admin_api_keystone as \
+    admin_keystone
 from tests.functional import test_admin_api_gabbi as seeds
 
 #: Without Keystone the user and project are what the headers claim.
@@ -178,39 +175,12 @@ class TestAdminAPIAudit(AuditTestCase):
             'account-create account=%s by noauth: ' % name), self.lines())
 
 
-class TestKeystoneAudit(testtools.TestCase):
+class TestKeystoneAudit(admin_keystone.KeystoneAdminAPI,
+                        testtools.TestCase):
     """Behind keystonemiddleware, the user and project are the token's."""
 
     def setUp(self):
         super().setUp()
-        self.keystone = self.useFixture(keystone.KeystoneFixture())
-        self.project = self.keystone.create_project()
-        service_user = self.keystone.create_user(self.project.id,
-                                                 roles=('service',))
-        workdir = tempfile.mkdtemp(prefix='pq-audit-keystone-')
-        self.addCleanup(shutil.rmtree, workdir, True)
-        conf = pq_conf.new_config([], config_files=[])
-        conf.set_override('connection', 'sqlite:///%s' % os.path.join(
-            workdir, 'ledger.sqlite'), 'database')
-        conf.set_override('auth_strategy', 'keystone', 'admin_api')
-        for group, opts in auth_token.list_opts():
-            conf.register_opts(opts, group=group)
-        auth_tests._register_password_options(conf, 'keystone_authtoken')
-        conf.set_override('www_authenticate_uri', self.keystone.auth_url,
-                          'keystone_authtoken')
-        auth_tests._set_password_auth(conf, 'keystone_authtoken',
-                                      self.keystone, service_user,
-                                      self.project.id)
-        placement = self.useFixture(placement_fixtures.PlacementServer())
-        client = placement_client.PlacementClient.from_endpoint(
-            placement.endpoint, placement.headers)
-        ledger = store.Ledger.from_conf(conf)
-        self.addCleanup(ledger.dispose)
-        server = wsgi_server.WSGIServer(admin.make_admin_app(
-            conf, accounts=service.Accounts(ledger, client)),
-            threads=2).start()
-        self.addCleanup(server.stop)
-        self.url = server.url
         self.log = audit_logger(self)
 
     def test_the_user_and_project_of_the_token_are_named_not_headers(self):

@@ -38,7 +38,11 @@ from tests.functional.keystone import test_api_keystone_auth as auth_tests
 AUTHTOKEN = 'keystone_authtoken'
 
 
-class TestAdminAPIWithKeystone(testtools.TestCase):
+class KeystoneAdminAPI:
+    """The account admin API behind keystonemiddleware and the real
+    Keystone, on a SQLite ledger and the Placement server: ``url``,
+    ``keystone``, ``project`` (whose ``service`` user validates
+    tokens)."""
 
     def setUp(self):
         super().setUp()
@@ -71,6 +75,9 @@ class TestAdminAPIWithKeystone(testtools.TestCase):
         self.addCleanup(server.stop)
         self.url = server.url
         self.account = keystone.unique_name('acct')
+
+
+class TestAdminAPIWithKeystone(KeystoneAdminAPI, testtools.TestCase):
 
     def token_with_roles(self, *roles):
         user = self.keystone.create_user(self.project.id, roles=roles)
