@@ -535,8 +535,9 @@ class FilterChain:
                 self._run('check_create', context, lease)
         except base.EnforcementDenied as denial:
             if self.ledger_filters:
-                admission_mod.record_denied(self.ledger_filters[0].ledger,
-                                            context, lease, str(denial))
+                admission_mod.record_denied(
+                    self.ledger_filters[0].ledger, context, lease,
+                    str(denial), denied_by=denial.filter_name)
             raise
 
     def check_update(self, context, current_lease, lease):

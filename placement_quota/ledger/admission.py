@@ -324,8 +324,9 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
         adm.record()
 
 
-def record_denied(ledger, context, lease, message):
-    """Keep a denied create for the record (it counts toward nothing)."""
+def record_denied(ledger, context, lease, message, denied_by=None):
+    """Keep a denied create for the record (it counts toward nothing),
+    with the name of the filter that denied it."""
     try:
         with ledger.transaction() as txn:
             txn.insert(project_id=context.project_id,
@@ -339,7 +340,8 @@ def record_denied(ledger, context, lease, message):
                        state=models.DENIED,
                        amounts=accounting.lease_amounts(lease),
                        lease=lease.to_dict(), hourly_rate=0, charged=0,
-                       message=message[:4000])
+                       message=message[:4000],
+                       denied_by=(denied_by or None) and denied_by[:255])
     except Exception:
         LOG.exception('Could not record the denied lease of project %s',
                       context.project_id)

@@ -107,6 +107,8 @@ leases = sa.Table(
     sa.Column('charged', sa.BigInteger, nullable=False, default=0),
     sa.Column('allocation_id', sa.Integer, nullable=True),
     sa.Column('message', sa.Text, nullable=True),
+    # The filter that denied a denied entry (reports count denials by it).
+    sa.Column('denied_by', sa.String(255), nullable=True),
     sa.Column('created_at', sa.DateTime, nullable=False),
     sa.Column('updated_at', sa.DateTime, nullable=True),
     sa.Column('ended_at', sa.DateTime, nullable=True),

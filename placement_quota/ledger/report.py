@@ -52,7 +52,8 @@ BY = BY_KEY + BY_TIME + ('total',)
 #: The columns of a row, in order.
 COLUMNS = (('group',) + tuple(HOURS) +
            ('credits_charged', 'credits_refunded', 'credits_net',
-            'leases_created', 'leases_denied', 'leases_ended_early'))
+            'leases_created', 'leases_denied', 'denied_by',
+            'leases_ended_early'))
 
 
 @dataclasses.dataclass
@@ -144,20 +145,36 @@ def report(connection, dialect, start, end, by='project', projects=None,
                                   longest):
             group = label if by in BY_TIME else (
                 'total' if by == 'total' else key)
-            found = rows.setdefault(group, dict.fromkeys(COLUMNS[1:], 0))
+            found = rows.setdefault(group, _empty())
             for column, value in values.items():
-                found[column] += value
+                if column == 'denied_by':
+                    for name, count in value.items():
+                        found[column][name] = \
+                            found[column].get(name, 0) + count
+                else:
+                    found[column] += value
         if by in BY_TIME:
-            rows.setdefault(label, dict.fromkeys(COLUMNS[1:], 0))
+            rows.setdefault(label, _empty())
     return [Row(group, _rounded(values))
             for group, values in sorted(rows.items(),
                                         key=lambda item: str(item[0]))]
 
 
+def _empty():
+    values = dict.fromkeys(COLUMNS[1:], 0)
+    values['denied_by'] = {}
+    return values
+
+
 def _rounded(values):
     out = {}
     for column, value in values.items():
-        if column.endswith('_hours'):
+        if column == 'denied_by':
+            # 'CreditFilter: 2; LeaseCountFilter: 1' (denials recorded
+            # before the ledger kept the filter: 'unknown').
+            out[column] = '; '.join('%s: %d' % item
+                                    for item in sorted(value.items()))
+        elif column.endswith('_hours'):
             out[column] = round(value, 4)
         elif column.startswith('credits_'):
             out[column] = round(value / 1000000.0, 6)
@@ -227,6 +244,15 @@ def _add_counts(connection, t, by, start, end, projects, user_id, found):
         values = found.setdefault(row.key, dict.fromkeys(HOURS, 0.0))
         values['leases_created'] = int(row.created or 0)
         values['leases_denied'] = int(row.denied or 0)
+    named = sa.func.coalesce(t.c.denied_by, 'unknown')
+    by_filter = _filter(sa.select(
+        key.label('key'), named.label('name'), sa.func.count().label('n'))
+        .where(t.c.created_at >= start, t.c.created_at < end,
+               t.c.state == models.DENIED), t, projects, user_id)
+    group = (key, named) if by in BY_KEY else (named,)
+    for row in connection.execute(by_filter.group_by(*group)):
+        values = found.setdefault(row.key, dict.fromkeys(HOURS, 0.0))
+        values.setdefault('denied_by', {})[row.name] = int(row.n)
     early = _filter(sa.select(key.label('key'), sa.func.count().label('n'))
                     .where(t.c.ended_at >= start, t.c.ended_at < end,
                            t.c.effective_end < t.c.end_date,

@@ -146,6 +146,15 @@ class TestCreditsAndCounts(ReportTestCase):
                                        found['leases_denied'],
                                        found['host_hours']))
 
+    def test_denials_are_counted_by_the_filter_that_denied(self):
+        self.set(credit_host_rate=1000.0)
+        for name in 'ab':
+            self.assertDenied(self.chain().check_create,
+                              builders.context(self.project, user_id='u'),
+                              lease(day(2), day(4), hosts('a'), name=name))
+        found = self.report(builders.NOW, at(10), by='total')['total']
+        self.assertEqual('CreditFilter: 2', found['denied_by'])
+
     def test_an_empty_period_is_refused(self):
         self.assertRaises(ValueError, self.report, at(3), at(3))
 
