@@ -14,6 +14,7 @@
 from cliff import lister
 
 from placement_quota.accounts import store as accounts_store
+from placement_quota import charts
 from placement_quota.cmd import common
 from placement_quota.cmd import ledger as ledger_cmd
 from placement_quota.cmd import main
@@ -51,6 +52,15 @@ class Report(common.Guarded, lister.Lister):
                             help='Group the rows by project (default), '
                                  'user, day, week or month (UTC), or one '
                                  'total.')
+        parser.add_argument('--chart', metavar='FILE',
+                            help='Also draw the report (--by day, week or '
+                                 'month) into FILE.png or FILE.svg: average '
+                                 'reserved hosts, instances and VCPU '
+                                 'against the account\'s limits now, and '
+                                 'the credits spent. Needs matplotlib '
+                                 '("placement-quota[charts]").')
+        parser.add_argument('--chart-data', metavar='FILE',
+                            help='Also write the charted series as CSV.')
         return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
@@ -59,16 +69,45 @@ class Report(common.Guarded, lister.Lister):
         if not end > start:
             main.fail('--end (%s) must be after --start (%s)'
                       % (parsed_args.end, parsed_args.start))
+        charted = parsed_args.chart or parsed_args.chart_data
+        if charted and parsed_args.by not in report.BY_TIME:
+            main.fail('--chart and --chart-data need --by day, week or '
+                      'month (got --by %s)' % parsed_args.by)
         ledger = ledger_cmd.open_ledger(main.config(self))
+        limits = {}
         try:
             with ledger.reader() as txn:
                 projects = self._projects(txn, parsed_args)
                 rows = report.report(
                     txn.connection, ledger.dialect, start, end,
                     parsed_args.by, projects, parsed_args.user)
+                if parsed_args.account is not None:
+                    limits = accounts_store.row(
+                        txn.connection, parsed_args.account).limits or {}
         finally:
             ledger.dispose()
+        if charted:
+            self._chart(parsed_args, rows, start, end, limits)
         return report.COLUMNS, [row.as_tuple() for row in rows]
+
+    @staticmethod
+    def _chart(parsed_args, rows, start, end, limits):
+        points = charts.series(rows, start, end, parsed_args.by)
+        whose = (parsed_args.project or parsed_args.account and
+                 'account %s' % parsed_args.account or 'the cloud')
+        if parsed_args.user:
+            whose += ', user %s' % parsed_args.user
+        try:
+            if parsed_args.chart_data:
+                charts.write_data(parsed_args.chart_data, points)
+            if parsed_args.chart:
+                charts.write_chart(
+                    parsed_args.chart, points, 'Reserved by %s, %s to %s'
+                    % (whose, start.date(), end.date()), limits)
+        except charts.ChartError as exc:
+            main.fail(str(exc))
+        except OSError as exc:
+            main.fail('cannot write the chart: %s' % exc)
 
     @staticmethod
     def _projects(txn, parsed_args):

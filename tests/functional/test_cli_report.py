@@ -17,6 +17,7 @@ import datetime
 import io
 import json
 import os
+import struct
 
 from placement_quota.accounts import store as accounts_store
 from placement_quota.ledger import accounting
@@ -25,7 +26,9 @@ from placement_quota.ledger import store
 from tests.functional import test_cli
 
 
-class TestReport(test_cli.CLITestCase):
+class ReportLedger(test_cli.CLITestCase):
+    """physics (an account) and optics (its child) and biology hold one
+    lease each, from 2026-06-02 12:00 for a day, of 1, 2 and 4 hosts."""
 
     def setUp(self):
         super().setUp()
@@ -55,6 +58,9 @@ class TestReport(test_cli.CLITestCase):
     def report(self, *args):
         return test_cli.command('report', '--start', '2026-06-01', '--end',
                                 '2026-07-01', *args, config=self.conf)
+
+
+class TestReport(ReportLedger):
 
     def hours(self, *args):
         result = self.report('-f', 'json', *args)
@@ -99,4 +105,57 @@ class TestReport(test_cli.CLITestCase):
                                   '2026-06-01', config=self.conf)
         self.assertEqual(2, result.returncode, result.stdout)
         self.assertIn('--start', result.stderr)
+        self.assertNotIn('Traceback', result.stderr)
+
+
+def png_size(path):
+    """``(width, height)`` from a PNG's IHDR chunk."""
+    with open(path, 'rb') as f:
+        head = f.read(24)
+    assert head[:8] == b'\x89PNG\r\n\x1a\n', head[:8]
+    return struct.unpack('>II', head[16:24])
+
+
+class TestReportCharts(ReportLedger):
+
+    def test_a_chart_is_a_png_of_the_figures_size(self):
+        chart = os.path.join(self.dir, 'usage.png')
+        result = self.report('--by', 'day', '--account', 'physics',
+                             '--chart', chart)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual((1000, 700), png_size(chart))
+
+    def test_the_charted_series_are_the_reports_numbers(self):
+        data = os.path.join(self.dir, 'usage.csv')
+        result = self.report('--by', 'day', '-f', 'json', '--chart-data',
+                             data)
+        rows = {r['group']: r for r in json.loads(result.stdout)}
+        with open(data) as f:
+            points = list(csv.DictReader(f))
+        self.assertEqual(30, len(points))
+        for point in points:
+            # Whole days: the average is the day's hours over 24.
+            self.assertEqual(rows[point['group']]['host_hours'] / 24,
+                             float(point['average_hosts']))
+        self.assertEqual({'2026-06-02': 3.5, '2026-06-03': 3.5},
+                         {p['group']: float(p['average_hosts'])
+                          for p in points if float(p['average_hosts'])})
+
+    def test_an_svg_chart_is_svg(self):
+        chart = os.path.join(self.dir, 'usage.svg')
+        result = self.report('--by', 'week', '--chart', chart)
+        self.assertEqual(0, result.returncode, result.stderr)
+        with open(chart) as f:
+            self.assertIn('<svg', f.read(2000))
+
+    def test_a_chart_needs_a_report_over_time(self):
+        result = self.report('--chart', os.path.join(self.dir, 'x.png'))
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertIn('need --by day, week or month', result.stderr)
+
+    def test_a_chart_file_of_another_kind_is_a_clean_error(self):
+        result = self.report('--by', 'day', '--chart',
+                             os.path.join(self.dir, 'usage.gif'))
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertIn('.png or .svg', result.stderr)
         self.assertNotIn('Traceback', result.stderr)
