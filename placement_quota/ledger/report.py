@@ -45,6 +45,13 @@ HOURS = {
     'floatingip_hours': accounting.FLOATINGIPS,
     'network_hours': accounting.NETWORKS,
 }
+#: Report columns ``peak_<name>`` and ``peak_<name>_at`` -> resource:
+#: the most reserved at one moment of the group's piece, and when first.
+PEAKS = {
+    'hosts': accounting.HOSTS,
+    'instances': accounting.INSTANCES,
+    'vcpus': accounting.VCPU,
+}
 #: The groups of ``--by``.
 BY_KEY = ('project', 'user')
 BY_TIME = ('day', 'week', 'month')
@@ -53,7 +60,9 @@ BY = BY_KEY + BY_TIME + ('total',)
 COLUMNS = (('group',) + tuple(HOURS) +
            ('credits_charged', 'credits_refunded', 'credits_net',
             'leases_created', 'leases_denied', 'denied_by',
-            'leases_ended_early'))
+            'leases_ended_early') +
+           tuple(column for name in PEAKS
+                 for column in ('peak_' + name, 'peak_%s_at' % name)))
 
 
 @dataclasses.dataclass
@@ -151,6 +160,8 @@ def report(connection, dialect, start, end, by='project', projects=None,
                     for name, count in value.items():
                         found[column][name] = \
                             found[column].get(name, 0) + count
+                elif column.startswith('peak_'):
+                    found[column] = value
                 else:
                     found[column] += value
         if by in BY_TIME:
@@ -163,6 +174,8 @@ def report(connection, dialect, start, end, by='project', projects=None,
 def _empty():
     values = dict.fromkeys(COLUMNS[1:], 0)
     values['denied_by'] = {}
+    for name in PEAKS:
+        values['peak_%s_at' % name] = None
     return values
 
 
@@ -174,7 +187,9 @@ def _rounded(values):
             # before the ledger kept the filter: 'unknown').
             out[column] = '; '.join('%s: %d' % item
                                     for item in sorted(value.items()))
-        elif column.endswith('_hours'):
+        elif column.startswith('peak_') and column.endswith('_at'):
+            out[column] = value.isoformat() if value is not None else None
+        elif column.endswith('_hours') or column.startswith('peak_'):
             out[column] = round(value, 4)
         elif column.startswith('credits_'):
             out[column] = round(value / 1000000.0, 6)
@@ -225,10 +240,73 @@ def _usage(connection, dialect, start, end, by, projects, user_id,
     for row in connection.execute(query):
         found[row.key] = {column: float(getattr(row, column) or 0)
                           for column in HOURS}
+    for name, resource in PEAKS.items():
+        _add_peak(connection, dialect, by, start, end, projects, user_id,
+                  earliest, name, resource, found)
     _add_counts(connection, t, by, start, end, projects, user_id, found)
     _add_credits(connection, dialect, by, start, end, projects, user_id,
                  found)
     return sorted(found.items(), key=lambda item: str(item[0]))
+
+
+def _add_peak(connection, dialect, by, start, end, projects, user_id,
+              earliest, name, resource, found):
+    """``peak_<name>`` and ``peak_<name>_at`` of each group: every lease
+    is two events, +amount at its (clipped) start and -amount at its
+    (clipped) end; the running sum over them in time order (ends before
+    starts at one moment: touching leases do not overlap), a window
+    function of the database, peaks at the answer."""
+    t = models.leases
+    key = _group_column(t, by)
+    amount = _amount(t.c.amounts, resource)
+
+    def events(at, sign):
+        query = _filter(sa.select(key.label('key'), at.label('at'),
+                                  (amount * sign).label('d')).where(
+            t.c.state.notin_(models.NOT_COUNTED), t.c.start_date < end,
+            t.c.effective_end > start, amount > 0), t, projects, user_id)
+        if earliest is not None:
+            query = query.where(t.c.start_date >= earliest)
+        return query
+
+    both = sa.union_all(
+        events(_greatest(dialect, t.c.start_date, start), 1),
+        events(_least(dialect, t.c.effective_end, end), -1)).subquery()
+    partition = {'partition_by': both.c.key} if by in BY_KEY else {}
+    levels = sa.select(
+        both.c.key, both.c.at, sa.func.sum(both.c.d).over(
+            order_by=(both.c.at, both.c.d), **partition).label('level')
+    ).cte('levels')
+    if by in BY_KEY:
+        tops = sa.select(levels.c.key.label('key'),
+                         sa.func.max(levels.c.level).label('peak')
+                         ).group_by(levels.c.key).cte('tops')
+        first = sa.select(tops.c.key, tops.c.peak,
+                          sa.func.min(levels.c.at).label('at')).select_from(
+            tops.join(levels, sa.and_(levels.c.key == tops.c.key,
+                                      levels.c.level == tops.c.peak))
+        ).group_by(tops.c.key, tops.c.peak)
+    else:
+        # One group: no key to group or join by.
+        tops = sa.select(sa.func.max(levels.c.level).label('peak')
+                         ).cte('tops')
+        first = sa.select(sa.literal('total').label('key'), tops.c.peak,
+                          sa.func.min(levels.c.at).label('at')).select_from(
+            tops.join(levels, levels.c.level == tops.c.peak)
+        ).group_by(tops.c.peak)
+    for row in connection.execute(first):
+        if row.peak is None or row.peak <= 0:
+            continue
+        values = found.setdefault(row.key, dict.fromkeys(HOURS, 0.0))
+        values['peak_' + name] = float(row.peak)
+        values['peak_%s_at' % name] = _as_datetime(row.at)
+
+
+def _as_datetime(value):
+    """SQLite gives a computed date back as text."""
+    if isinstance(value, str):
+        return datetime.datetime.fromisoformat(value)
+    return value
 
 
 def _add_counts(connection, t, by, start, end, projects, user_id, found):

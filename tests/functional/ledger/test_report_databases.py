@@ -76,6 +76,16 @@ class Reports:
             k: v['host_hours'] for k, v in self.report(
                 at(1), at(10), by='user').items()})
 
+    def test_the_peak_and_its_moment(self):
+        self.entry('p1', 'alice', at(2), at(5), {accounting.HOSTS: 1})
+        self.entry('p1', 'bob', at(3, 6), at(4), {accounting.HOSTS: 2})
+        self.entry('p1', 'bob', at(4), at(6), {accounting.HOSTS: 3})
+        found = self.report(at(1), at(10))['p1']
+        self.assertEqual((4.0, '2026-06-04T00:00:00'),
+                         (found['peak_hosts'], found['peak_hosts_at']))
+        total = self.report(at(1), at(10), by='total')['total']
+        self.assertEqual(4.0, total['peak_hosts'])
+
     def test_credits_charged_in_the_period(self):
         self.entry('p1', 'u', at(2), at(3), {accounting.HOSTS: 1},
                    charged=24)

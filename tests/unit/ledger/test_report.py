@@ -160,3 +160,40 @@ class TestCreditsAndCounts(ReportTestCase):
 
     def test_an_unknown_group_is_refused(self):
         self.assertRaises(ValueError, self.report, at(1), at(3), by='year')
+
+
+class TestPeaks(ReportTestCase):
+
+    def test_the_peak_is_the_most_reserved_at_one_moment_and_when(self):
+        self.by('u', lease(day(2), day(5), hosts('a'), name='a'))
+        self.by('u', lease(day(3), day(4), hosts('b', 'c'), name='b'))
+        found = self.report(at(1), at(10))[self.project]
+        self.assertEqual((3.0, '2026-06-03T00:00:00'),
+                         (found['peak_hosts'], found['peak_hosts_at']))
+
+    def test_touching_leases_do_not_overlap(self):
+        self.by('u', lease(day(2), day(3), hosts('a', 'b'), name='a'))
+        self.by('u', lease(day(3), day(4), hosts('c', 'd'), name='b'))
+        found = self.report(at(1), at(10))[self.project]
+        self.assertEqual((2.0, '2026-06-02T00:00:00'),
+                         (found['peak_hosts'], found['peak_hosts_at']))
+
+    def test_a_lease_before_the_period_counts_from_its_start(self):
+        self.by('u', lease(day(2), day(6), hosts('a'), name='a'))
+        found = self.report(at(4), at(10))[self.project]
+        self.assertEqual((1.0, '2026-06-04T00:00:00'),
+                         (found['peak_hosts'], found['peak_hosts_at']))
+
+    def test_each_day_has_its_own_peak(self):
+        self.by('u', lease(day(2, 12), day(3, 12), hosts('a'), name='a'))
+        self.by('u', lease(day(3), day(3, 6), hosts('b', 'c'), name='b'))
+        found = self.report(at(2), at(4), by='day')
+        self.assertEqual({'2026-06-02': 1.0, '2026-06-03': 3.0},
+                         {k: v['peak_hosts'] for k, v in found.items()})
+
+    def test_instances_and_vcpus_peak_apart_from_hosts(self):
+        self.by('u', lease(day(2), day(3), instances(3, vcpus=2), name='a'))
+        found = self.report(at(1), at(10), by='total')['total']
+        self.assertEqual((0, 3.0, 6.0), (found['peak_hosts'],
+                                         found['peak_instances'],
+                                         found['peak_vcpus']))
