@@ -25,6 +25,7 @@ from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
+from placement_quota.ledger import shares
 from placement_quota.ledger import store
 from placement_quota.ledger import window
 
@@ -85,6 +86,47 @@ class QuotaRefresh(common.Guarded, lister.Lister):
                 rows.append((project, txn.generation(project)))
         ledger.dispose()
         return ('project', 'generation'), rows
+
+
+class CreditsShare(common.Guarded, show.ShowOne):
+    """Cap what one user may spend of a project's credits.
+
+    The user's leases may not be charged more than AMOUNT credits, net of
+    refunds, in the project (CreditFilter); the project's allocations
+    still pay and still bound the whole project. The latest share set is
+    the one in force.
+    """
+
+    auth_required = False
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument('project', help='Project ID.')
+        parser.add_argument('user', help='User ID (the user_id of the '
+                                         'requests Blazar sends).')
+        parser.add_argument('--amount', required=True, type=float,
+                            help='Credits the user may spend (>= 0).')
+        return common.add_backend_arguments(parser, placement=False)
+
+    def take_action(self, parsed_args):
+        amount = parsed_args.amount
+        if not (amount >= 0 and amount < 1e12):
+            main.fail('--amount must be between 0 and 1e12 (got %s)'
+                      % parsed_args.amount)
+        for name in ('project', 'user'):
+            if not getattr(parsed_args, name).strip():
+                main.fail('%s must not be empty' % name)
+        ledger = open_ledger(main.config(self))
+        with ledger.transaction([parsed_args.project]) as txn:
+            shares.set_share(txn.connection, parsed_args.project,
+                             parsed_args.user, store.to_micro(amount),
+                             txn.now)
+            spent = shares.spent(txn.connection, parsed_args.project,
+                                 parsed_args.user)
+        ledger.dispose()
+        return (('project', 'user', 'share', 'spent'),
+                (parsed_args.project, parsed_args.user, round(amount, 6),
+                 store.from_micro(spent)))
 
 
 class CreditsAdd(common.Guarded, show.ShowOne):

@@ -43,6 +43,7 @@ from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
 from placement_quota.ledger import accounting
+from placement_quota.ledger import shares
 from placement_quota.ledger import store
 from placement_quota import lease as lease_model
 
@@ -216,6 +217,28 @@ class CreditFilter(ledger_base.LedgerFilter):
                 '%s; project %s has %s credits left of its allocation of '
                 '%s.' % (asked, admission.project_id, credits(remaining),
                          credits(allocation.amount)))
+        self._check_share(admission, delta, what)
+
+    def _check_share(self, admission, delta, what):
+        """The lease's owner may not spend past their share of the
+        project's credits (ledger/shares.py), when one is set."""
+        owner = (admission.entry.user_id if admission.entry is not None
+                 else admission.context.user_id)
+        if not owner or delta <= 0:
+            return
+        connection = admission.txn.connection
+        share = shares.share(connection, admission.project_id, owner)
+        if share is None:
+            return
+        spent = shares.spent(connection, admission.project_id, owner)
+        if spent + delta > share:
+            raise self.deny(
+                'The lease costs %s; user %s of project %s has spent %s of '
+                'their share of %s credits (%s left).'
+                % (what if admission.entry is None else
+                   '%s more' % credits(delta), owner, admission.project_id,
+                   credits(spent), credits(share),
+                   credits(max(0, share - spent))))
 
 
 def _allocation_by_id(txn, project_id, allocation_id):

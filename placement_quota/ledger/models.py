@@ -134,6 +134,17 @@ credit_allocations = sa.Table(
     sa.Column('created_at', sa.DateTime, nullable=False),
 )
 
+credit_user_shares = sa.Table(
+    'credit_user_shares', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('project_id', sa.String(255), nullable=False),
+    sa.Column('user_id', sa.String(255), nullable=False),
+    # Micro-credits the user may spend of the project's allocations.
+    sa.Column('amount', sa.BigInteger, nullable=False),
+    sa.Column('created_at', sa.DateTime, nullable=False),
+    sa.Index('ix_credit_user_shares_project_user', 'project_id', 'user_id'),
+)
+
 charges = sa.Table(
     'charges', metadata,
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),

@@ -50,3 +50,28 @@ class TestQuotaRefresh(test_cli.CLITestCase):
         self.assertEqual(2, result.returncode, result.stdout)
         self.assertIn('project must not be empty', result.stderr)
         self.assertNotIn('Traceback', result.stderr)
+
+
+class TestCreditsShare(test_cli.CLITestCase):
+    """``placement-quota credits share``: a user's cap inside a project's
+    credits (the filter's side: tests/unit/filters/test_credit_share.py)."""
+
+    def setUp(self):
+        super().setUp()
+        self.url = 'sqlite:///%s' % os.path.join(self.dir, 'ledger.sqlite')
+        self.conf = self.config('[database]\nconnection = %s\n' % self.url)
+
+    def test_the_share_is_set_and_shown_with_what_was_spent(self):
+        result = test_cli.command('credits', 'share', 'p1', 'alice',
+                                  '--amount', '30', '-f', 'json',
+                                  config=self.conf)
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual({'project': 'p1', 'user': 'alice', 'share': 30.0,
+                          'spent': 0.0}, json.loads(result.stdout))
+
+    def test_a_negative_share_is_a_clean_error(self):
+        result = test_cli.command('credits', 'share', 'p1', 'alice',
+                                  '--amount', '-1', config=self.conf)
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertIn('--amount must be between 0 and 1e12', result.stderr)
+        self.assertNotIn('Traceback', result.stderr)
