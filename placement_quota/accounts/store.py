@@ -22,6 +22,7 @@ model.Account` makes an account of one.
 import sqlalchemy as sa
 
 from placement_quota.accounts import model
+from placement_quota.ledger import limit_history
 from placement_quota.ledger import models
 
 #: The ledger lock every change of the account hierarchy takes, so that two
@@ -60,15 +61,22 @@ def children(connection, account_id):
 
 
 def insert(connection, account_id, parent_id, limits, metadata, now):
-    """Create the account at generation 1."""
+    """Create the account at generation 1 (its limits in the limits'
+    history)."""
     connection.execute(_ACCOUNTS.insert().values(
         account_id=account_id, parent_id=parent_id, limits=limits,
         properties=metadata, generation=1, created_at=now))
+    limit_history.record(connection, account_id, {}, limits, now)
 
 
 def update(connection, account_id, parent_id, limits, metadata, now):
-    """Replace the parent, limits and metadata; next generation."""
+    """Replace the parent, limits and metadata; next generation (the
+    limits that changed in the limits' history)."""
     t = _ACCOUNTS
+    found = row(connection, account_id)
+    limit_history.record(connection, account_id,
+                         found.limits if found is not None else {}, limits,
+                         now)
     connection.execute(t.update().where(
         t.c.account_id == account_id).values(
             parent_id=parent_id, limits=limits, properties=metadata,

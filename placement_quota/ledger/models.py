@@ -134,6 +134,17 @@ credit_allocations = sa.Table(
     sa.Column('created_at', sa.DateTime, nullable=False),
 )
 
+limit_history = sa.Table(
+    'limit_history', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column('account_id', sa.String(255), nullable=False),
+    sa.Column('resource', sa.String(255), nullable=False),
+    # The limit from ``at`` on; NULL: none any more.
+    sa.Column('value', sa.BigInteger, nullable=True),
+    sa.Column('at', sa.DateTime, nullable=False),
+    sa.Index('ix_limit_history_account', 'account_id', 'resource', 'at'),
+)
+
 credit_user_shares = sa.Table(
     'credit_user_shares', metadata,
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),

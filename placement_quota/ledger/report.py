@@ -32,6 +32,7 @@ import typing
 import sqlalchemy as sa
 
 from placement_quota.ledger import accounting
+from placement_quota.ledger import limit_history
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 
@@ -52,6 +53,11 @@ PEAKS = {
     'instances': accounting.INSTANCES,
     'vcpus': accounting.VCPU,
 }
+#: With ``by=project``, for a project that is an account: ``limit_<name>``
+#: (its limit then), ``limit_<name>_as_of`` (``peak``: the history's value
+#: at the peak; ``now``: the history starts after the peak, the limit of
+#: now) and ``peak_<name>_share`` (the peak over that limit).
+LIMITS = {'hosts': 'hosts', 'instances': 'instances', 'vcpus': 'class:VCPU'}
 #: The groups of ``--by``.
 BY_KEY = ('project', 'user')
 BY_TIME = ('day', 'week', 'month')
@@ -62,7 +68,10 @@ COLUMNS = (('group',) + tuple(HOURS) +
             'leases_created', 'leases_denied', 'denied_by',
             'leases_ended_early') +
            tuple(column for name in PEAKS
-                 for column in ('peak_' + name, 'peak_%s_at' % name)))
+                 for column in ('peak_' + name, 'peak_%s_at' % name)) +
+           tuple(column for name in LIMITS
+                 for column in ('limit_' + name, 'limit_%s_as_of' % name,
+                                'peak_%s_share' % name)))
 
 
 @dataclasses.dataclass
@@ -166,6 +175,9 @@ def report(connection, dialect, start, end, by='project', projects=None,
                     found[column] += value
         if by in BY_TIME:
             rows.setdefault(label, _empty())
+    if by == 'project':
+        for group, values in rows.items():
+            _add_limits(connection, group, values)
     return [Row(group, _rounded(values))
             for group, values in sorted(rows.items(),
                                         key=lambda item: str(item[0]))]
@@ -176,7 +188,34 @@ def _empty():
     values['denied_by'] = {}
     for name in PEAKS:
         values['peak_%s_at' % name] = None
+    for name in LIMITS:
+        values['limit_' + name] = values['limit_%s_as_of' % name] = \
+            values['peak_%s_share' % name] = None
     return values
+
+
+def _add_limits(connection, account_id, values):
+    """The limits of ``account_id`` (an account of the admin API; nothing
+    for another project) at its peaks, and the peaks' shares of them."""
+    t = models.accounts
+    limits = connection.execute(sa.select(t.c.limits).where(
+        t.c.account_id == account_id)).scalar()
+    if limits is None:
+        return
+    for name, resource in LIMITS.items():
+        moment = values['peak_%s_at' % name]
+        found, value = (False, None) if moment is None else \
+            limit_history.at(connection, account_id, resource, moment)
+        as_of = 'peak'
+        if not found:
+            value, as_of = limits.get(resource), 'now'
+        if value is None or value < 0:
+            continue
+        values['limit_' + name] = value
+        values['limit_%s_as_of' % name] = as_of
+        if value:
+            values['peak_%s_share' % name] = round(
+                values['peak_' + name] / value, 4)
 
 
 def _rounded(values):
@@ -189,6 +228,8 @@ def _rounded(values):
                                     for item in sorted(value.items()))
         elif column.startswith('peak_') and column.endswith('_at'):
             out[column] = value.isoformat() if value is not None else None
+        elif column.startswith('limit_') or column.endswith('_share'):
+            out[column] = value
         elif column.endswith('_hours') or column.startswith('peak_'):
             out[column] = round(value, 4)
         elif column.startswith('credits_'):

@@ -14,7 +14,10 @@ admitted (and charged) by CreditFilter on a SQLite-file ledger."""
 
 import datetime
 
+from placement_quota.accounts import store as accounts_store
 from placement_quota.filters import credit
+from placement_quota.ledger import limit_history
+from placement_quota.ledger import models
 from placement_quota.ledger import report
 from tests import builders
 from tests.builders import day
@@ -197,3 +200,54 @@ class TestPeaks(ReportTestCase):
         self.assertEqual((0, 3.0, 6.0), (found['peak_hosts'],
                                          found['peak_instances'],
                                          found['peak_vcpus']))
+
+
+class TestLimitsAtThePeak(ReportTestCase):
+    """A project that is an account: its limit when the peak happened
+    (the limits' history), else its limit now, said so."""
+
+    def account(self, limits, when):
+        with self.ledger.transaction() as txn:
+            if accounts_store.row(txn.connection, self.project) is None:
+                accounts_store.insert(txn.connection, self.project, None,
+                                      limits, {}, when)
+            else:
+                accounts_store.update(txn.connection, self.project, None,
+                                      limits, {}, when)
+
+    def test_the_limit_in_force_at_the_peak_and_the_share(self):
+        self.account({'hosts': 4}, at(1))
+        self.account({'hosts': 8}, at(5))
+        self.by('u', lease(day(2), day(3), hosts('a', 'b', 'c')))
+        found = self.report(at(1), at(10))[self.project]
+        self.assertEqual((4, 'peak', 0.75),
+                         (found['limit_hosts'], found['limit_hosts_as_of'],
+                          found['peak_hosts_share']))
+
+    def test_a_peak_before_the_history_gets_the_limit_of_now(self):
+        self.by('u', lease(day(2), day(3), hosts('a', 'b')))
+        self.account({'hosts': 8}, at(5))
+        found = self.report(at(1), at(10))[self.project]
+        self.assertEqual((8, 'now', 0.25),
+                         (found['limit_hosts'], found['limit_hosts_as_of'],
+                          found['peak_hosts_share']))
+
+    def test_a_project_that_is_no_account_has_no_limit_column(self):
+        self.by('u', lease(day(2), day(3), hosts('a')))
+        found = self.report(at(1), at(10))[self.project]
+        self.assertEqual((None, None), (found['limit_hosts'],
+                                        found['peak_hosts_share']))
+
+    def test_only_changed_limits_enter_the_history(self):
+        self.account({'hosts': 4, 'instances': 10}, at(1))
+        self.account({'hosts': 4, 'instances': 20}, at(5))
+        with self.ledger.reader() as txn:
+            self.assertEqual(
+                [(True, 4), (True, 20)],
+                [limit_history.at(txn.connection, self.project, 'hosts',
+                                  at(6)),
+                 limit_history.at(txn.connection, self.project,
+                                  'instances', at(6))])
+            rows = txn.connection.execute(
+                models.limit_history.select()).fetchall()
+        self.assertEqual(3, len(rows))
