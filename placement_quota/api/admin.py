@@ -286,6 +286,12 @@ class AdminAPI:
             raise util.HTTPError(400, 'Query parameter end must be after '
                                  'start (%s)' % start.isoformat(),
                                  field='end', value=found['end'])
+        pieces = len(ledger_report.periods(start, end, by))
+        if pieces > ledger_report.MAX_PIECES:
+            raise util.HTTPError(
+                400, 'A report by %s may have at most %d rows; this period '
+                'has more: choose a longer group or a shorter period'
+                % (by, ledger_report.MAX_PIECES), field='by', value=by)
         rows = self.accounts.report(account_id, start, end, by,
                                     found.get('user'))
         return util.json_response(200, {

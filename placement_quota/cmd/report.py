@@ -78,9 +78,12 @@ class Report(common.Guarded, lister.Lister):
         try:
             with ledger.reader() as txn:
                 projects = self._projects(txn, parsed_args)
-                rows = report.report(
-                    txn.connection, ledger.dialect, start, end,
-                    parsed_args.by, projects, parsed_args.user)
+                try:
+                    rows = report.report(
+                        txn.connection, ledger.dialect, start, end,
+                        parsed_args.by, projects, parsed_args.user)
+                except ValueError as exc:
+                    main.fail('--by %s: %s' % (parsed_args.by, exc))
                 if parsed_args.account is not None:
                     limits = accounts_store.row(
                         txn.connection, parsed_args.account).limits or {}

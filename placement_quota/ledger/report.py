@@ -58,6 +58,9 @@ PEAKS = {
 #: at the peak; ``now``: the history starts after the peak, the limit of
 #: now) and ``peak_<name>_share`` (the peak over that limit).
 LIMITS = {'hosts': 'hosts', 'instances': 'instances', 'vcpus': 'class:VCPU'}
+#: Most pieces a report by day, week or month may have (each is a few
+#: queries): 1,000 days is about 2.7 years.
+MAX_PIECES = 1000
 #: The groups of ``--by``.
 BY_KEY = ('project', 'user')
 BY_TIME = ('day', 'week', 'month')
@@ -118,7 +121,7 @@ def periods(start, end, by):
         return [(None, start, end)]
     found = []
     at = start
-    while at < end:
+    while at < end and len(found) <= MAX_PIECES:
         if by == 'day':
             day = datetime.datetime(at.year, at.month, at.day)
             following = day + datetime.timedelta(days=1)
@@ -149,6 +152,11 @@ def report(connection, dialect, start, end, by='project', projects=None,
     if not end > start:
         raise ValueError('the end (%s) must be after the start (%s)'
                          % (end, start))
+    pieces = periods(start, end, by)
+    if len(pieces) > MAX_PIECES:
+        raise ValueError('a report by %s may have at most %d rows; this '
+                         'period has %d: choose a longer group or a shorter '
+                         'period' % (by, MAX_PIECES, len(pieces)))
     rows = {}
     t = models.leases
     # No counted lease is longer than the longest: the window query
@@ -157,7 +165,7 @@ def report(connection, dialect, start, end, by='project', projects=None,
     longest = connection.execute(
         sa.select(sa.func.max(t.c.duration_s))
         .where(t.c.state.notin_(models.NOT_COUNTED))).scalar() or 0
-    for label, piece_start, piece_end in periods(start, end, by):
+    for label, piece_start, piece_end in pieces:
         for key, values in _usage(connection, dialect, piece_start,
                                   piece_end, by, projects, user_id,
                                   longest):

@@ -159,3 +159,14 @@ class TestReportCharts(ReportLedger):
         self.assertEqual(2, result.returncode, result.stdout)
         self.assertIn('.png or .svg', result.stderr)
         self.assertNotIn('Traceback', result.stderr)
+
+
+class TestReportBounds(ReportLedger):
+
+    def test_a_report_of_too_many_days_is_a_clean_error(self):
+        result = test_cli.command('report', '--start', '1970-01-01',
+                                  '--end', '3000-01-01', '--by', 'day',
+                                  config=self.conf)
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertIn('at most 1000 rows', result.stderr)
+        self.assertNotIn('Traceback', result.stderr)

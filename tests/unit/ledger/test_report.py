@@ -161,6 +161,12 @@ class TestCreditsAndCounts(ReportTestCase):
     def test_an_empty_period_is_refused(self):
         self.assertRaises(ValueError, self.report, at(3), at(3))
 
+    def test_a_period_of_too_many_pieces_is_refused(self):
+        error = self.assertRaises(
+            ValueError, self.report, datetime.datetime(1970, 1, 1),
+            datetime.datetime(3000, 1, 1), by='day')
+        self.assertIn('at most 1000 rows', str(error))
+
     def test_an_unknown_group_is_refused(self):
         self.assertRaises(ValueError, self.report, at(1), at(3), by='year')
 
