@@ -292,8 +292,10 @@ class AdminAPI:
                 400, 'A report by %s may have at most %d rows; this period '
                 'has more: choose a longer group or a shorter period'
                 % (by, ledger_report.MAX_PIECES), field='by', value=by)
-        rows = self.accounts.report(account_id, start, end, by,
-                                    found.get('user'))
+        user = found.get('user')
+        if user is not None:
+            user = admin_http.identifier(user, 'user')
+        rows = self.accounts.report(account_id, start, end, by, user)
         return util.json_response(200, {
             'account': account_id, 'start': start.isoformat(),
             'end': end.isoformat(), 'by': found.get('by', 'project'),

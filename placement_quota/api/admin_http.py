@@ -98,6 +98,13 @@ def segment(text, field):
     except UnicodeDecodeError:
         raise util.HTTPError(400, '%s %r is not percent-encoded UTF-8'
                              % (field, text), field=field, value=text)
+    return identifier(value, field)
+
+
+def identifier(value, field):
+    """``value`` (decoded) when the ledger can hold it as an ID: not
+    empty, at most :data:`MAX_SEGMENT` characters, no control characters
+    or lone surrogates; else a 400 naming ``field``."""
     if not value:
         raise util.HTTPError(400, '%s must not be empty' % field,
                              field=field)
