@@ -14,10 +14,11 @@
 From the rows of a report grouped by day, week or month
 (:mod:`placement_quota.ledger.report`): the average reserved amount of
 each piece (its resource-hours over its hours: hosts, instances, VCPU),
-against the limits given (the account's limits now: the ledger keeps no
-history of limits, so the line is labelled "limit now"), and the credits
-spent, cumulated over the period. :func:`series` is what is drawn, also
-written as CSV by ``--chart-data``.
+against the account's limit in force at each piece's start (the history
+of its limits; before the history starts, its limit now, and the legend
+says so), and the credits spent, cumulated over the period.
+:func:`series` is what is drawn, also written as CSV by
+``--chart-data``.
 
 matplotlib (the Agg backend, no display) is an extra:
 ``pip install 'placement-quota[charts]'``.
@@ -33,7 +34,9 @@ AVERAGES = {
     'average_instances': ('instance_hours', 'instances', 'instances'),
     'average_vcpus': ('vcpu_hours', 'class:VCPU', 'VCPU'),
 }
-SERIES = ('group', 'start') + tuple(AVERAGES) + ('credits_spent_cumulative',)
+SERIES = (('group', 'start') + tuple(AVERAGES) +
+          tuple('limit_' + name[len('average_'):] for name in AVERAGES) +
+          ('credits_spent_cumulative',))
 #: Inches (at 100 dpi: 1000 x 700 pixels).
 SIZE = (10, 7)
 DPI = 100
@@ -43,10 +46,11 @@ class ChartError(Exception):
     """A chart cannot be made (matplotlib missing, rows not by time)."""
 
 
-def series(rows, start, end, by):
+def series(rows, start, end, by, limit_of=None):
     """``[{series: value}]`` of a report by ``day``, ``week`` or
-    ``month``: each piece's average reserved amounts and the credits spent
-    so far."""
+    ``month``: each piece's average reserved amounts, the limits at its
+    start (``limit_of(resource, moment)`` -> ``(value, as_of)`` or None)
+    and the credits spent so far."""
     if by not in report.BY_TIME:
         raise ChartError('a chart needs --by day, week or month (got %s)'
                          % by)
@@ -59,8 +63,14 @@ def series(rows, start, end, by):
         hours = (piece_end - piece_start).total_seconds() / 3600.0
         spent += row.values['credits_net']
         point = {'group': row.group, 'start': piece_start.isoformat()}
-        for name, (column, _, _) in AVERAGES.items():
+        for name, (column, resource, _) in AVERAGES.items():
             point[name] = round(row.values[column] / hours, 4)
+            found_limit = limit_of and limit_of(resource, piece_start)
+            point['limit_' + name[len('average_'):]] = (
+                found_limit[0] if found_limit else None)
+            point.setdefault('_as_of', set())
+            if found_limit:
+                point['_as_of'].add(found_limit[1])
         point['credits_spent_cumulative'] = round(spent, 6)
         found.append(point)
     return found
@@ -69,14 +79,15 @@ def series(rows, start, end, by):
 def write_data(path, points):
     """``points`` (:func:`series`) as CSV with a header."""
     with open(path, 'w', newline='') as out:
-        writer = csv.DictWriter(out, fieldnames=SERIES)
+        writer = csv.DictWriter(out, fieldnames=SERIES,
+                                extrasaction='ignore')
         writer.writeheader()
         writer.writerows(points)
 
 
-def write_chart(path, points, title, limits=None):
-    """A PNG or SVG (by ``path``'s suffix) of ``points``; ``limits``
-    ({resource: value}) drawn as "limit now" lines."""
+def write_chart(path, points, title):
+    """A PNG or SVG (by ``path``'s suffix) of ``points``, their limits
+    as dashed step lines."""
     try:
         import matplotlib
         matplotlib.use('Agg')
@@ -87,20 +98,25 @@ def write_chart(path, points, title, limits=None):
     if not path.lower().endswith(('.png', '.svg')):
         raise ChartError('--chart must name a .png or .svg file (got %s)'
                          % path)
-    limits = limits or {}
     figure, (reserved, credits) = pyplot.subplots(
         2, 1, figsize=SIZE, sharex=True)
     try:
         labels = [point['group'] for point in points]
+        as_of = set().union(*(p.get('_as_of', set()) for p in points)) \
+            if points else set()
+        suffix = ' (now, before its history)' if 'now' in as_of else ''
         for name, (_, resource, label) in AVERAGES.items():
             values = [point[name] for point in points]
-            if not any(values) and resource not in limits:
+            limit = [point['limit_' + name[len('average_'):]]
+                     for point in points]
+            if not any(values) and not any(v is not None for v in limit):
                 continue
             line, = reserved.plot(labels, values, marker='o', label=label)
-            if resource in limits:
-                reserved.axhline(limits[resource], linestyle='--',
-                                 color=line.get_color(),
-                                 label='%s limit now' % label)
+            if any(v is not None for v in limit):
+                reserved.step(labels, [v if v is not None else float('nan')
+                                       for v in limit], where='post',
+                              linestyle='--', color=line.get_color(),
+                              label='%s limit%s' % (label, suffix))
         reserved.set_ylabel('reserved (average)')
         reserved.set_title(title)
         reserved.legend(loc='upper left')

@@ -12,7 +12,8 @@
 """Make the example chart of the reports guide.
 
 A SQLite ledger in a temporary directory gets the example data: account
-``physics`` (limits: 12 hosts, 40 instances) and its child ``optics``,
+``physics`` (limits: 12 hosts, 40 instances; 16 hosts from June 15) and
+its child ``optics``,
 with leases of June 2026 (hosts and instances of a few days each, two
 ended early, charged by CreditFilter's rates); then the real command
 draws it::
@@ -43,11 +44,17 @@ from placement_quota.ledger import store  # noqa: E402
 def seed(url):
     ledger = store.Ledger(url, migrate=True)
     rng = random.Random(7)
+    created = datetime.datetime(2026, 5, 31)
     with ledger.transaction() as txn:
         accounts_store.insert(txn.connection, 'physics', None,
-                              {'hosts': 12, 'instances': 40}, {}, txn.now)
+                              {'hosts': 12, 'instances': 40}, {}, created)
         accounts_store.insert(txn.connection, 'optics', 'physics', {}, {},
-                              txn.now)
+                              created)
+    with ledger.transaction() as txn:
+        # Raised in the middle of the month: the chart's limit steps.
+        accounts_store.update(txn.connection, 'physics', None,
+                              {'hosts': 16, 'instances': 40}, {},
+                              datetime.datetime(2026, 6, 15))
     for i in range(30):
         project = ('physics', 'optics')[i % 2]
         start = datetime.datetime(2026, 6, 1) + datetime.timedelta(

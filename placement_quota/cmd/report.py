@@ -18,6 +18,7 @@ from placement_quota import charts
 from placement_quota.cmd import common
 from placement_quota.cmd import ledger as ledger_cmd
 from placement_quota.cmd import main
+from placement_quota.ledger import limit_history
 from placement_quota.ledger import report
 
 
@@ -74,7 +75,6 @@ class Report(common.Guarded, lister.Lister):
             main.fail('--chart and --chart-data need --by day, week or '
                       'month (got --by %s)' % parsed_args.by)
         ledger = ledger_cmd.open_ledger(main.config(self))
-        limits = {}
         try:
             with ledger.reader() as txn:
                 projects = self._projects(txn, parsed_args)
@@ -84,18 +84,37 @@ class Report(common.Guarded, lister.Lister):
                         parsed_args.by, projects, parsed_args.user)
                 except ValueError as exc:
                     main.fail('--by %s: %s' % (parsed_args.by, exc))
-                if parsed_args.account is not None:
-                    limits = accounts_store.row(
-                        txn.connection, parsed_args.account).limits or {}
+                if charted:
+                    points = charts.series(
+                        rows, start, end, parsed_args.by,
+                        self._limit_of(txn.connection, parsed_args.account))
         finally:
             ledger.dispose()
         if charted:
-            self._chart(parsed_args, rows, start, end, limits)
+            self._chart(parsed_args, points, start, end)
         return report.COLUMNS, [row.as_tuple() for row in rows]
 
     @staticmethod
-    def _chart(parsed_args, rows, start, end, limits):
-        points = charts.series(rows, start, end, parsed_args.by)
+    def _limit_of(connection, account):
+        """``limit_of(resource, moment)`` of the account's limits (its
+        history, else its limit now), or None without an account."""
+        if account is None:
+            return None
+        now = accounts_store.row(connection, account).limits or {}
+
+        def limit_of(resource, moment):
+            found, value = limit_history.at(connection, account, resource,
+                                            moment)
+            as_of = 'history'
+            if not found:
+                value, as_of = now.get(resource), 'now'
+            if value is None or value < 0:
+                return None
+            return value, as_of
+        return limit_of
+
+    @staticmethod
+    def _chart(parsed_args, points, start, end):
         whose = (parsed_args.project or parsed_args.account and
                  'account %s' % parsed_args.account or 'the cloud')
         if parsed_args.user:
@@ -106,7 +125,7 @@ class Report(common.Guarded, lister.Lister):
             if parsed_args.chart:
                 charts.write_chart(
                     parsed_args.chart, points, 'Reserved by %s, %s to %s'
-                    % (whose, start.date(), end.date()), limits)
+                    % (whose, start.date(), end.date()))
         except charts.ChartError as exc:
             main.fail(str(exc))
         except OSError as exc:

@@ -170,3 +170,26 @@ class TestReportBounds(ReportLedger):
         self.assertEqual(2, result.returncode, result.stdout)
         self.assertIn('at most 1000 rows', result.stderr)
         self.assertNotIn('Traceback', result.stderr)
+
+
+class TestChartLimits(ReportLedger):
+
+    def test_the_charted_limit_follows_the_accounts_history(self):
+        ledger = store.Ledger(self.url)
+        self.addCleanup(ledger.dispose)
+        for day, hosts in ((10, 5), (20, 8)):
+            with ledger.transaction() as txn:
+                accounts_store.update(txn.connection, 'physics', None,
+                                      {'hosts': hosts}, {},
+                                      datetime.datetime(2026, 6, day))
+        data = os.path.join(self.dir, 'limits.csv')
+        result = self.report('--account', 'physics', '--by', 'day',
+                             '--chart-data', data)
+        self.assertEqual(0, result.returncode, result.stderr)
+        with open(data) as f:
+            limits = {row['group']: row['limit_hosts']
+                      for row in csv.DictReader(f)}
+        # Before the history starts: the limit now (8).
+        self.assertEqual(('8', '5', '5', '8'),
+                         (limits['2026-06-09'], limits['2026-06-10'],
+                          limits['2026-06-19'], limits['2026-06-20']))
