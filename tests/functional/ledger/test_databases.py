@@ -34,6 +34,7 @@ import requests
 
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
+from placement_quota.ledger import shares
 from placement_quota.ledger import store
 from placement_quota.lifecycle import events
 from tests.functional.ledger import base
@@ -206,6 +207,23 @@ class TwoServiceProcesses(ServiceProcesses):
         self.assertEqual({204: 10, 403: 30},
                          {s: statuses.count(s) for s in set(statuses)})
         self.assertEqual(10, len(self.live_entries(project)))
+
+    def test_a_users_credit_share_admits_exactly_what_it_pays(self):
+        services = self.start_services(
+            ['CreditFilter'], 'credit_host_rate = 0.5\n')
+        project = 'p-%s' % uuid.uuid4().hex[:8]
+        ledger = store.Ledger(self.database.url)
+        self.addCleanup(ledger.dispose)
+        with ledger.transaction([project]) as txn:
+            txn.add_allocation(project, store.to_micro(1000))
+            # 12 credits a lease: alice's share of 120 pays for 10.
+            shares.set_share(txn.connection, project, 'alice',
+                             store.to_micro(120), txn.now)
+        statuses = self.hammer(services, project, user='alice')
+        self.assertEqual({204: 10, 403: 30},
+                         {s: statuses.count(s) for s in set(statuses)})
+        self.assertEqual(store.to_micro(120), sum(
+            row.charged for row in self.live_entries(project)))
 
     def test_credits_admit_exactly_what_the_allocation_pays(self):
         services = self.start_services(
