@@ -286,16 +286,13 @@ class AdminAPI:
             raise util.HTTPError(400, 'Query parameter end must be after '
                                  'start (%s)' % start.isoformat(),
                                  field='end', value=found['end'])
-        pieces = len(ledger_report.periods(start, end, by))
-        if pieces > ledger_report.MAX_PIECES:
-            raise util.HTTPError(
-                400, 'A report by %s may have at most %d rows; this period '
-                'has more: choose a longer group or a shorter period'
-                % (by, ledger_report.MAX_PIECES), field='by', value=by)
         user = found.get('user')
         if user is not None:
             user = admin_http.identifier(user, 'user')
-        rows = self.accounts.report(account_id, start, end, by, user)
+        try:
+            rows = self.accounts.report(account_id, start, end, by, user)
+        except ledger_report.TooManyRows as exc:
+            raise util.HTTPError(400, str(exc), field='by', value=by)
         return util.json_response(200, {
             'account': account_id, 'start': start.isoformat(),
             'end': end.isoformat(), 'by': found.get('by', 'project'),

@@ -100,17 +100,15 @@ class Report(common.Guarded, lister.Lister):
         history, else its limit now), or None without an account."""
         if account is None:
             return None
-        now = accounts_store.row(connection, account).limits or {}
+        now = accounts_store.row(connection, account).limits
 
         def limit_of(resource, moment):
-            found, value = limit_history.at(connection, account, resource,
-                                            moment)
-            as_of = 'history'
-            if not found:
-                value, as_of = now.get(resource), 'now'
-            if value is None or value < 0:
+            found = limit_history.in_force(connection, account, resource,
+                                           moment, now)
+            if found is None:
                 return None
-            return value, as_of
+            value, from_history = found
+            return value, 'history' if from_history else 'now'
         return limit_of
 
     @staticmethod

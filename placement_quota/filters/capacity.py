@@ -229,15 +229,20 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         reservations = _instance_reservations(lease)
         if not reservations:
             return []
+        names = self._allocated_hosts(reservations)
+        if not names:
+            return [models.GLOBAL_LOCK]
+        return [locks.host_pool_lock(accounting.host_key(name))
+                for name in names] + [locks.shared(models.GLOBAL_LOCK)]
+
+    def _allocated_hosts(self, reservations):
+        """The host names Blazar allocated to ``reservations``, sorted;
+        none with ``capacity_hosts = all`` (every host is eligible)."""
         names = set()
         if self.conf.enforcement.capacity_hosts == 'allocations':
             for reservation in reservations:
                 names.update(accounting.host_names(reservation))
-        if not names:
-            return [models.GLOBAL_LOCK]
-        return [locks.host_pool_lock(name.replace(' ', '%20'))
-                for name in sorted(names)] + [
-                    locks.shared(models.GLOBAL_LOCK)]
+        return sorted(names)
 
     def _uuid(self, client, name):
         uuid = self._uuids.get(name)
@@ -256,14 +261,11 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
     def _eligible(self, client, reservations):
         """``{name: uuid}`` of the allocated hosts, or None for every
         compute node."""
-        names = set()
-        if self.conf.enforcement.capacity_hosts == 'allocations':
-            for reservation in reservations:
-                names.update(accounting.host_names(reservation))
+        names = self._allocated_hosts(reservations)
         if not names:
             return None
         uuids = {}
-        for name in sorted(names):
+        for name in names:
             uuid = self._uuid(client, name)
             if uuid is not None:
                 uuids[name] = uuid
@@ -339,7 +341,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         found = admission.txn.instance_intervals(
             admission.start, admission.end, exclude=admission.exclude)
         ours = None if hosts is None else {
-            name.replace(' ', '%20') for name in hosts}
+            accounting.host_key(name) for name in hosts}
         for interval, row in found:
             if ours is not None and row.instance_hosts:
                 if ours.isdisjoint(row.instance_hosts.split(' ')):

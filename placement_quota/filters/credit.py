@@ -222,8 +222,7 @@ class CreditFilter(ledger_base.LedgerFilter):
     def _check_share(self, admission, delta, what):
         """The lease's owner may not spend past their share of the
         project's credits (ledger/shares.py), when one is set."""
-        owner = (admission.entry.user_id if admission.entry is not None
-                 else admission.context.user_id)
+        owner = admission.owner
         if not owner or delta <= 0:
             return
         connection = admission.txn.connection

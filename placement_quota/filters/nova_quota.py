@@ -137,12 +137,14 @@ class QuotaRead:
     """What :meth:`NovaQuotaFilter.prepare` read: ``limits`` and
     ``in_use`` ({nova resource: amount}) of the ``class:*`` limits
     ``classes`` too; ``generation``, the project's generation before it
-    was read; ``age`` (seconds; 0 when read for this decision)."""
+    was read; ``cached``, whether it comes from :class:`QuotaCache`, and
+    then its ``age`` (seconds)."""
 
     limits: typing.Mapping[str, int]
     in_use: typing.Mapping[str, int]
     classes: tuple = ()
     generation: typing.Optional[int] = None
+    cached: bool = False
     age: float = 0.0
 
 
@@ -157,8 +159,8 @@ class QuotaCache:
         self._found = collections.OrderedDict()
 
     def get(self, key, max_age):
-        """The read of ``key`` at most ``max_age`` seconds old (its
-        ``age`` set, never 0), or None."""
+        """The read of ``key`` at most ``max_age`` seconds old (marked
+        ``cached``, its ``age`` set), or None."""
         with self._lock:
             found = self._found.get(key)
             if found is None:
@@ -169,7 +171,7 @@ class QuotaCache:
                 del self._found[key]
                 return None
             self._found.move_to_end(key)
-        return dataclasses.replace(read, age=max(age, 1e-6))
+        return dataclasses.replace(read, cached=True, age=age)
 
     def put(self, key, read):
         with self._lock:
@@ -376,7 +378,7 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
         """``(limits, in_use)`` for the admission: ``read``, unless it
         came from the cache and the project's generation moved since (then
         read again, under the project's lock, which every move takes)."""
-        if read.age:
+        if read.cached:
             generation = admission.txn.generation(admission.project_id)
             if generation != read.generation:
                 LOG.debug('Quota of project %s read again: its generation '

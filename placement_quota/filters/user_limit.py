@@ -67,8 +67,7 @@ class UserLimitFilter(ledger_base.LedgerFilter):
 
     def check(self, admission):
         group = self.conf.enforcement
-        owner = (admission.entry.user_id if admission.entry is not None
-                 else admission.context.user_id)
+        owner = admission.owner
         if not owner:
             return
         if group.max_leases_per_user and admission.entry is None:

@@ -230,6 +230,13 @@ def instance_size(reservation):
     return size
 
 
+def host_key(name):
+    """A host name as entries record it (``instance_hosts`` is
+    space-separated) and as its capacity pool is named: spaces as ``%20``.
+    """
+    return name.replace(' ', '%20')
+
+
 #: The reservation types whose allocated hosts an entry records.
 INSTANCE_TYPES = (lease_model.INSTANCE, lease_model.FLAVOR)
 
@@ -245,7 +252,7 @@ def instance_hosts(lease_body):
         for allocation in reservation.get('allocations') or ():
             name = allocation.get('hypervisor_hostname')
             if isinstance(name, str) and name:
-                names.add(name.replace(' ', '%20'))
+                names.add(host_key(name))
     return names
 
 

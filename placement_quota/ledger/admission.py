@@ -168,6 +168,15 @@ class Admission:
         return self._amounts
 
     @property
+    def owner(self):
+        """The user the lease counts against: its owner (who created it)
+        for an update or an end, whoever sends it; the asking user for a
+        create. None when the request names no user."""
+        if self.entry is not None:
+            return self.entry.user_id
+        return self.context.user_id
+
+    @property
     def exclude(self):
         """The entry the request replaces, left out of every peak."""
         return None if self.entry is None else self.entry.id

@@ -46,3 +46,17 @@ def at(connection, account_id, resource, moment):
     if row is not None:
         return True, row.value
     return False, None
+
+
+def in_force(connection, account_id, resource, moment, limits_now):
+    """``(limit, from_history)`` of the account at ``moment`` (None:
+    no moment, take the limit of now): the history's value, else, before
+    the history starts, the one of ``limits_now`` ({resource: value}, the
+    account's limits now); None when there is no limit (unset or -1)."""
+    found, value = (False, None) if moment is None else \
+        at(connection, account_id, resource, moment)
+    if not found:
+        value = (limits_now or {}).get(resource)
+    if value is None or value < 0:
+        return None
+    return value, found

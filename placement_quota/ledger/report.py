@@ -77,6 +77,10 @@ COLUMNS = (('group',) + tuple(HOURS) +
                                 'peak_%s_share' % name)))
 
 
+class TooManyRows(ValueError):
+    """A report by day, week or month past :data:`MAX_PIECES` rows."""
+
+
 @dataclasses.dataclass
 class Row:
     """One group of the report (``values``: :data:`COLUMNS` after
@@ -154,9 +158,10 @@ def report(connection, dialect, start, end, by='project', projects=None,
                          % (end, start))
     pieces = periods(start, end, by)
     if len(pieces) > MAX_PIECES:
-        raise ValueError('a report by %s may have at most %d rows; this '
-                         'period has %d: choose a longer group or a shorter '
-                         'period' % (by, MAX_PIECES, len(pieces)))
+        raise TooManyRows(
+            'a report by %s may have at most %d rows; this period has '
+            'more: choose a longer group or a shorter period'
+            % (by, MAX_PIECES))
     rows = {}
     t = models.leases
     # No counted lease is longer than the longest: the window query
@@ -211,16 +216,13 @@ def _add_limits(connection, account_id, values):
     if limits is None:
         return
     for name, resource in LIMITS.items():
-        moment = values['peak_%s_at' % name]
-        found, value = (False, None) if moment is None else \
-            limit_history.at(connection, account_id, resource, moment)
-        as_of = 'peak'
-        if not found:
-            value, as_of = limits.get(resource), 'now'
-        if value is None or value < 0:
+        found = limit_history.in_force(connection, account_id, resource,
+                                       values['peak_%s_at' % name], limits)
+        if found is None:
             continue
+        value, from_history = found
         values['limit_' + name] = value
-        values['limit_%s_as_of' % name] = as_of
+        values['limit_%s_as_of' % name] = 'peak' if from_history else 'now'
         if value:
             values['peak_%s_share' % name] = round(
                 values['peak_' + name] / value, 4)
