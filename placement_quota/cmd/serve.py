@@ -290,17 +290,18 @@ class Serve(common.Guarded, command.Command):
                       % count)
         for sock in held:
             sock.close()
-        shown = host if ':' not in host else '[%s]' % host
-        admin_url = None if admin_port is None else 'http://%s:%d' % (
-            conf.admin_api.bind_host, admin_port)
-        self._banner(conf, conf.enforcement.enabled_filters, host,
-                     'http://%s:%d' % (shown, port), admin_url, count)
 
         def stop(signum, frame):
             LOG.info('Signal %d received; stopping the workers.', signum)
             pool.stop()
 
+        # Before the banner: whoever read it may send SIGTERM at once.
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        shown = host if ':' not in host else '[%s]' % host
+        admin_url = None if admin_port is None else 'http://%s:%d' % (
+            conf.admin_api.bind_host, admin_port)
+        self._banner(conf, conf.enforcement.enabled_filters, host,
+                     'http://%s:%d' % (shown, port), admin_url, count)
         pool.supervise()
         return 0
