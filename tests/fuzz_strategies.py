@@ -855,9 +855,37 @@ ADMIN_ROUTES = {
     '/consumers/%s/action/move': ('GET', 'POST'),
     '/leases/%s': ('GET',),
     '/leases/%s/action/move': ('GET', 'POST'),
+    '/report': ('GET',),
     '/': (), '/unknown': (), '/action': (), '/consumers': (),
     '/leases/%s/extra': (), '/action/move/': (),
 }
+
+
+#: Values of the report's dates: valid, out of range, no date, raw.
+REPORT_DATES = ['2026-06-01', '2026-07-01', '2026-06-01T12:00:00',
+                '2026-06-01T12:00:00Z', '2026-06-01%2012:00', '1970-01-01',
+                '3000-01-01', '0001-01-01', '9999-12-31T23:59:59',
+                '2026-02-30', 'June', '', '-1', '1e9', '%00', '%FF',
+                '2026-06-01%00', LONG[:300]]
+REPORT_BY = ['project', 'user', 'day', 'week', 'month', 'total', '',
+             'year', 'PROJECT', '%00', 'day%2Cweek']
+
+
+@st.composite
+def report_queries(draw):
+    """The query of ``GET /v1/{account}/report``: its fields, each
+    present, repeated, empty or odd."""
+    fields = []
+    for name, values in (('start', REPORT_DATES), ('end', REPORT_DATES),
+                         ('by', REPORT_BY),
+                         ('user', ['alice', 'a%00b', '', '%FF', 'x' * 300,
+                                   'a%0D%0AX-Injected:%201'])):
+        for _ in range(draw(st.sampled_from([1, 1, 1, 0, 2]))):
+            fields.append('%s=%s' % (name, draw(st.sampled_from(values))))
+    if draw(st.integers(0, 5)) == 0:
+        fields.append(draw(st.sampled_from(['dest=fuzz-other', 'start',
+                                            'limit=1', '=x'])))
+    return '?' + '&'.join(draw(st.permutations(fields)))
 
 
 @st.composite
@@ -873,7 +901,9 @@ def admin_requests(draw):
     query = ''
     shape = draw(st.sampled_from(['dest'] * 3 + ['none', 'dup', 'unknown',
                                                  'bare', 'empty', 'bad']))
-    if shape == 'dest':
+    if route == '/report':
+        query = draw(report_queries())
+    elif shape == 'dest':
         query = '?dest=' + draw(account_segments())
     elif shape == 'dup':
         query = '?dest=fuzz-other&dest=fuzz-child'

@@ -54,6 +54,7 @@ from placement_quota.accounts import servers as servers_mod
 from placement_quota.accounts import store
 from placement_quota.ledger import report as ledger_report
 from placement_quota.limits import errors as limit_errors
+from placement_quota.limits import sources as limit_sources
 from placement_quota.limits import tree as tree_mod
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import usage as placement_usage
@@ -209,7 +210,18 @@ class Accounts:
                                                      account_id)
             return ledger_report.report(
                 txn.connection, self.ledger.dialect, start, end, by,
-                projects, user_id)
+                projects, user_id, self._limits_now)
+
+    def _limits_now(self, project_ids):
+        """The limits source's limits of now, for a report's projects."""
+        if self.limits_source is None:
+            return {}
+        try:
+            return limit_sources.limits_now(self.limits_source, project_ids,
+                                            ledger_report.LIMITS.values())
+        except limit_sources.SourceError as exc:
+            raise errors.SourceUnavailable(
+                'Cannot read the limits for the report: %s' % exc)
 
     def show(self, account_id, with_usage=True):
         """The GET representation: the account, children and usage."""

@@ -18,8 +18,10 @@ from placement_quota import charts
 from placement_quota.cmd import common
 from placement_quota.cmd import ledger as ledger_cmd
 from placement_quota.cmd import main
-from placement_quota.ledger import limit_history
+from placement_quota.cmd import tree as tree_cmd
 from placement_quota.ledger import report
+from placement_quota.limits import sources
+from placement_quota import services
 
 
 class Report(common.Guarded, lister.Lister):
@@ -74,20 +76,24 @@ class Report(common.Guarded, lister.Lister):
         if charted and parsed_args.by not in report.BY_TIME:
             main.fail('--chart and --chart-data need --by day, week or '
                       'month (got --by %s)' % parsed_args.by)
-        ledger = ledger_cmd.open_ledger(main.config(self))
+        conf = main.config(self)
+        limits_now = _source_limits(conf)
+        ledger = ledger_cmd.open_ledger(conf)
         try:
             with ledger.reader() as txn:
                 projects = self._projects(txn, parsed_args)
                 try:
                     rows = report.report(
                         txn.connection, ledger.dialect, start, end,
-                        parsed_args.by, projects, parsed_args.user)
+                        parsed_args.by, projects, parsed_args.user,
+                        limits_now)
                 except ValueError as exc:
                     main.fail('--by %s: %s' % (parsed_args.by, exc))
                 if charted:
                     points = charts.series(
                         rows, start, end, parsed_args.by,
-                        self._limit_of(txn.connection, parsed_args.account))
+                        self._limit_of(txn.connection, parsed_args.account
+                                       or parsed_args.project, limits_now))
         finally:
             ledger.dispose()
         if charted:
@@ -95,16 +101,19 @@ class Report(common.Guarded, lister.Lister):
         return report.COLUMNS, [row.as_tuple() for row in rows]
 
     @staticmethod
-    def _limit_of(connection, account):
-        """``limit_of(resource, moment)`` of the account's limits (its
-        history, else its limit now), or None without an account."""
-        if account is None:
+    def _limit_of(connection, project_id, limits_now):
+        """``limit_of(resource, moment)`` of the project or account (its
+        history, else its limit now, else the limits source's now), or
+        None for the whole cloud."""
+        if project_id is None:
             return None
-        now = accounts_store.row(connection, account).limits
+        account_limits = report.limits_of_account(connection, project_id)
+        source_limits = limits_now([project_id])[project_id]
 
         def limit_of(resource, moment):
-            found = limit_history.in_force(connection, account, resource,
-                                           moment, now)
+            found = report.limit_in_force(connection, project_id, resource,
+                                          moment, account_limits,
+                                          source_limits)
             if found is None:
                 return None
             value, from_history = found
@@ -142,3 +151,14 @@ class Report(common.Guarded, lister.Lister):
             main.fail('no account %r (--account)' % account)
         return [account] + sorted(
             accounts_store.children(txn.connection, account))
+
+
+def _source_limits(conf):
+    """``limits_now`` of :func:`placement_quota.ledger.report.report`:
+    the limits ``[limits]`` holds now (read when called; exit 2 with why
+    when they cannot be read)."""
+    def read(project_ids):
+        with tree_cmd.reading_limits():
+            return sources.limits_now(services.limits_source(conf),
+                                      project_ids, report.LIMITS.values())
+    return read

@@ -19,6 +19,7 @@ source cannot be read); ``tree show`` draws a project's tree in the spec's
 notation, as text, DOT or PNG.
 """
 
+import contextlib
 import os
 
 from cliff import command
@@ -79,17 +80,25 @@ def load_data(cmd, parsed_args):
                           group='limits')
         conf.set_override('accounts', parsed_args.with_accounts,
                           group='limits')
-    try:
+    with reading_limits():
         data = services_mod.limits_source(conf).load()
+    if getattr(parsed_args, 'usage_from', 'source') == 'placement':
+        data.usage = _placement_usage(cmd, conf, data)
+    return data
+
+
+@contextlib.contextmanager
+def reading_limits():
+    """Stop the command with exit status 2 and the reason on stderr when
+    the limits source cannot be read or holds malformed data."""
+    try:
+        yield
     except sources.SourceError as exc:
         main.fail('cannot read the limits: %s' % exc)
     except identity_projects.KeystoneNotConfigured as exc:
         main.fail('cannot read the limits from Keystone: %s' % exc)
     except ValueError as exc:
         main.fail('bad limits configuration: %s' % exc)
-    if getattr(parsed_args, 'usage_from', 'source') == 'placement':
-        data.usage = _placement_usage(cmd, conf, data)
-    return data
 
 
 def unregistered_limit(conf):

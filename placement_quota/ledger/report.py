@@ -53,9 +53,10 @@ PEAKS = {
     'instances': accounting.INSTANCES,
     'vcpus': accounting.VCPU,
 }
-#: With ``by=project``, for a project that is an account: ``limit_<name>``
-#: (its limit then), ``limit_<name>_as_of`` (``peak``: the history's value
-#: at the peak; ``now``: the history starts after the peak, the limit of
+#: With ``by=project``: ``limit_<name>`` (the project's limit then),
+#: ``limit_<name>_as_of`` (``peak``: an account's limit from its history,
+#: at the peak; ``now``: the limit of now -- the account's when its
+#: history starts after the peak, else the one the limits source holds
 #: now) and ``peak_<name>_share`` (the peak over that limit).
 LIMITS = {'hosts': 'hosts', 'instances': 'instances', 'vcpus': 'class:VCPU'}
 #: Most pieces a report by day, week or month may have (each is a few
@@ -147,9 +148,16 @@ def periods(start, end, by):
 
 
 def report(connection, dialect, start, end, by='project', projects=None,
-           user_id=None):
+           user_id=None, limits_now=None):
     """:class:`Row` s of the usage of ``projects`` (None: every project)
-    or of one user, during ``[start, end)``, grouped ``by``."""
+    or of one user, during ``[start, end)``, grouped ``by``.
+
+    ``limits_now(project_ids)`` -> ``{project: {resource: limit}}`` (the
+    limits source's limits of now, see
+    :func:`placement_quota.limits.sources.limits_now`) gives, by project,
+    the limit of a project that is no account of the admin API, or of a
+    resource its account does not limit; it is called once, with the
+    report's projects."""
     if by not in BY:
         raise ValueError('--by must be one of %s (got %r)'
                          % (', '.join(BY), by))
@@ -189,8 +197,12 @@ def report(connection, dialect, start, end, by='project', projects=None,
         if by in BY_TIME:
             rows.setdefault(label, _empty())
     if by == 'project':
+        for project_id in projects or ():
+            # Each project asked for has its row, if only of zeros.
+            rows.setdefault(project_id, _empty())
+        now = limits_now(sorted(rows)) if limits_now and rows else {}
         for group, values in rows.items():
-            _add_limits(connection, group, values)
+            _add_limits(connection, group, values, now.get(group))
     return [Row(group, _rounded(values))
             for group, values in sorted(rows.items(),
                                         key=lambda item: str(item[0]))]
@@ -207,17 +219,14 @@ def _empty():
     return values
 
 
-def _add_limits(connection, account_id, values):
-    """The limits of ``account_id`` (an account of the admin API; nothing
-    for another project) at its peaks, and the peaks' shares of them."""
-    t = models.accounts
-    limits = connection.execute(sa.select(t.c.limits).where(
-        t.c.account_id == account_id)).scalar()
-    if limits is None:
-        return
+def _add_limits(connection, project_id, values, source_limits):
+    """The limits of ``project_id`` at its peaks (:func:`limit_in_force`)
+    and the peaks' shares of them."""
+    account_limits = limits_of_account(connection, project_id)
     for name, resource in LIMITS.items():
-        found = limit_history.in_force(connection, account_id, resource,
-                                       values['peak_%s_at' % name], limits)
+        found = limit_in_force(connection, project_id, resource,
+                               values['peak_%s_at' % name], account_limits,
+                               source_limits)
         if found is None:
             continue
         value, from_history = found
@@ -226,6 +235,29 @@ def _add_limits(connection, account_id, values):
         if value:
             values['peak_%s_share' % name] = round(
                 values['peak_' + name] / value, 4)
+
+
+def limits_of_account(connection, project_id):
+    """The limits now ({resource: value}) of the account ``project_id``,
+    None when it is no account of the admin API."""
+    t = models.accounts
+    return connection.execute(sa.select(t.c.limits).where(
+        t.c.account_id == project_id)).scalar()
+
+
+def limit_in_force(connection, project_id, resource, moment,
+                   account_limits, source_limits):
+    """``(limit, from_history)`` of ``project_id`` at ``moment``, or None
+    (no limit): an account's from its history, else its limit now
+    (``account_limits``, :func:`limits_of_account`), else the one of now
+    in ``source_limits`` ({resource: limit}, the limits source's)."""
+    found = None
+    if account_limits is not None:
+        found = limit_history.in_force(connection, project_id, resource,
+                                       moment, account_limits)
+    if found is None and (source_limits or {}).get(resource) is not None:
+        found = source_limits[resource], False
+    return found
 
 
 def _rounded(values):

@@ -255,3 +255,28 @@ def dump(data):
     if data.usage:
         document['usage'] = {p: dict(u) for p, u in data.usage.items()}
     return json.loads(json.dumps(document))
+
+
+def limits_now(source, project_ids, resources):
+    """``{project: {resource: limit}}``: what ``source`` holds now for
+    each of ``project_ids`` -- its own limit, else the registered one,
+    for a child capped at its parent's (Keystone's "Strict Two-Level
+    Limits Enforcement Model"). A resource without a limit (neither
+    explicit nor registered, or -1) is left out.
+
+    One :meth:`LimitSource.load`: a few calls to Keystone whatever the
+    number of projects, where :meth:`LimitSource.refresh` makes one per
+    project. Raises what the source raises (:class:`SourceError`).
+    """
+    tree = tree_mod.ProjectTree.from_data(source.load(), strict=False,
+                                          unregistered_limit=-1)
+    found = {}
+    for project_id in project_ids:
+        limits = {}
+        for resource in resources:
+            value = (tree.effective_limit(project_id, resource)
+                     if project_id in tree else tree.default_limit(resource))
+            if value is not None and value >= 0:
+                limits[resource] = value
+        found[project_id] = limits
+    return found

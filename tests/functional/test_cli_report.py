@@ -193,3 +193,94 @@ class TestChartLimits(ReportLedger):
         self.assertEqual(('8', '5', '5', '8'),
                          (limits['2026-06-09'], limits['2026-06-10'],
                           limits['2026-06-19'], limits['2026-06-20']))
+
+
+class TestLimitsFromTheLimitsSource(ReportLedger):
+    """By project, a project that is no account of the admin API (and a
+    resource its account does not limit) has the limit ``[limits]``
+    holds now, labelled ``now``."""
+
+    def limits_file(self, document):
+        path = os.path.join(self.dir, 'limits.json')
+        with open(path, 'w') as f:
+            json.dump(document, f)
+        self.conf = self.config('[database]\nconnection = %s\n[limits]\n'
+                                'limits_file = %s\n' % (self.url, path))
+
+    def rows(self, *args):
+        result = self.report('-f', 'json', *args)
+        self.assertEqual(0, result.returncode, result.stderr)
+        return {row['group']: row for row in json.loads(result.stdout)}
+
+    def test_a_project_that_is_no_account_has_its_limit_in_the_file(self):
+        self.limits_file({'projects': {'biology': {'limits': {'hosts': 8}}}})
+        biology = self.rows()['biology']
+        self.assertEqual((8, 'now', 0.5),
+                         (biology['limit_hosts'], biology['limit_hosts_as_of'],
+                          biology['peak_hosts_share']))
+
+    def test_a_project_the_file_does_not_name_has_the_registered_limit(self):
+        self.limits_file({'registered_limits': {'instances': 20}})
+        biology = self.rows()['biology']
+        self.assertEqual((20, 'now'), (biology['limit_instances'],
+                                       biology['limit_instances_as_of']))
+
+    def test_a_childs_limit_is_capped_at_its_parents(self):
+        self.limits_file({'projects': {
+            'life': {'limits': {'hosts': 3}},
+            'biology': {'parent': 'life', 'limits': {'hosts': 8}}}})
+        self.assertEqual(3, self.rows()['biology']['limit_hosts'])
+
+    def test_an_unlimited_resource_has_no_limit(self):
+        self.limits_file({'registered_limits': {'hosts': -1}})
+        biology = self.rows()['biology']
+        self.assertEqual((None, None, None),
+                         (biology['limit_hosts'], biology['limit_hosts_as_of'],
+                          biology['peak_hosts_share']))
+
+    def test_an_accounts_own_limit_wins_over_the_file(self):
+        ledger = store.Ledger(self.url)
+        self.addCleanup(ledger.dispose)
+        with ledger.transaction() as txn:
+            accounts_store.update(txn.connection, 'physics', None,
+                                  {'hosts': 5}, {}, txn.now)
+        self.limits_file({'registered_limits': {'hosts': 10}})
+        rows = self.rows()
+        self.assertEqual((5, 10), (rows['physics']['limit_hosts'],
+                                   rows['biology']['limit_hosts']))
+
+    def test_a_child_account_without_a_limit_is_capped_at_its_parents(self):
+        ledger = store.Ledger(self.url)
+        self.addCleanup(ledger.dispose)
+        with ledger.transaction() as txn:
+            accounts_store.update(txn.connection, 'physics', None,
+                                  {'hosts': 5}, {}, txn.now)
+        self.limits_file({'registered_limits': {'hosts': 10}})
+        self.assertEqual(5, self.rows()['optics']['limit_hosts'])
+
+    def test_the_chart_of_a_project_that_is_no_account_draws_its_limit(self):
+        self.limits_file({'projects': {'biology': {'limits': {'hosts': 8}}}})
+        data = os.path.join(self.dir, 'limits.csv')
+        result = self.report('--project', 'biology', '--by', 'week',
+                             '--chart-data', data)
+        self.assertEqual(0, result.returncode, result.stderr)
+        with open(data) as f:
+            self.assertEqual({'8'}, {row['limit_hosts']
+                                     for row in csv.DictReader(f)})
+
+    def test_a_limits_file_that_cannot_be_read_is_a_clean_error(self):
+        self.conf = self.config('[database]\nconnection = %s\n[limits]\n'
+                                'limits_file = %s\n' % (
+                                    self.url,
+                                    os.path.join(self.dir, 'missing.yaml')))
+        result = self.report()
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertIn('cannot read the limits', result.stderr)
+        self.assertNotIn('Traceback', result.stderr)
+
+    def test_a_report_not_by_project_reads_no_limits(self):
+        self.conf = self.config('[database]\nconnection = %s\n[limits]\n'
+                                'limits_file = %s\n' % (
+                                    self.url,
+                                    os.path.join(self.dir, 'missing.yaml')))
+        self.assertEqual(0, self.report('--by', 'total').returncode)

@@ -310,3 +310,31 @@ class TestLeaseMoves(AdminAPITestCase):
         self.assertEqual(1, got['usage']['reservations']['pending'])
         self.assertEqual(2, got['usage']['reservations']['peak']['hosts'][
             'amount'])
+
+
+class TestReportLimits(AdminAPITestCase):
+    """The report by project of ``GET /v1/{account}/report``: the limit
+    of a resource the account does not limit is the one ``[limits]``
+    holds now (here the registered ``hosts`` limit, 10)."""
+
+    def report(self, account_id):
+        response = requests.get(self.account_url(account_id, 'report'),
+                                params={'start': '2026-06-01',
+                                        'end': '2026-07-01'})
+        self.assertEqual(200, response.status_code, response.text)
+        return response.json()['rows']
+
+    def test_a_resource_the_account_does_not_limit_has_the_sources_limit(
+            self):
+        account = self.name('open')
+        self.assertEqual(201, self.put(account).status_code)
+        row, = self.report(account)
+        self.assertEqual((10, 'now'), (row['limit_hosts'],
+                                       row['limit_hosts_as_of']))
+
+    def test_the_accounts_own_limit_wins_over_the_sources(self):
+        account = self.name('closed')
+        self.assertEqual(201, self.put(account, {'limits': {'hosts': 4}})
+                         .status_code)
+        row, = self.report(account)
+        self.assertEqual(4, row['limit_hosts'])

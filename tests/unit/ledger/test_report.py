@@ -119,6 +119,11 @@ class TestGroups(ReportTestCase):
         self.assertEqual(['other'], list(self.report(
             at(1), at(10), projects=['other'])))
 
+    def test_a_project_asked_for_without_leases_has_a_row_of_zeros(self):
+        found = self.report(at(1), at(10), projects=['idle'])
+        self.assertEqual((0, None), (found['idle']['host_hours'],
+                                     found['idle']['peak_hosts_at']))
+
     def test_one_user_only(self):
         self.by('alice', lease(day(2), day(3), hosts('a'), name='a'))
         self.by('bob', lease(day(2), day(3), hosts('b'), name='b'))
@@ -238,7 +243,34 @@ class TestLimitsAtThePeak(ReportTestCase):
                          (found['limit_hosts'], found['limit_hosts_as_of'],
                           found['peak_hosts_share']))
 
-    def test_a_project_that_is_no_account_has_no_limit_column(self):
+    def test_a_project_that_is_no_account_takes_the_sources_limit_of_now(
+            self):
+        self.by('u', lease(day(2), day(3), hosts('a')))
+        found = self.report(at(1), at(10), limits_now=lambda ids: {
+            p: {'hosts': 4} for p in ids})[self.project]
+        self.assertEqual((4, 'now', 0.25),
+                         (found['limit_hosts'], found['limit_hosts_as_of'],
+                          found['peak_hosts_share']))
+
+    def test_the_limits_source_is_read_once_for_the_reports_projects(self):
+        self.by('u', lease(day(2), day(3), hosts('a')))
+        calls = []
+        self.give_credits(100, project='other')
+        self.by('u', lease(day(2), day(3), hosts('b')), project='other')
+        self.report(at(1), at(10),
+                    limits_now=lambda ids: calls.append(ids) or {})
+        self.assertEqual([sorted([self.project, 'other'])], calls)
+
+    def test_the_accounts_history_wins_over_the_limits_source(self):
+        self.account({'hosts': 4}, at(1))
+        self.by('u', lease(day(2), day(3), hosts('a', 'b')))
+        found = self.report(at(1), at(10), limits_now=lambda ids: {
+            p: {'hosts': 100} for p in ids})[self.project]
+        self.assertEqual((4, 'peak'), (found['limit_hosts'],
+                                       found['limit_hosts_as_of']))
+
+    def test_a_project_that_is_no_account_without_a_source_has_no_limit(
+            self):
         self.by('u', lease(day(2), day(3), hosts('a')))
         found = self.report(at(1), at(10))[self.project]
         self.assertEqual((None, None), (found['limit_hosts'],
