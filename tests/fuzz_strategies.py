@@ -867,8 +867,8 @@ REPORT_DATES = ['2026-06-01', '2026-07-01', '2026-06-01T12:00:00',
                 '3000-01-01', '0001-01-01', '9999-12-31T23:59:59',
                 '2026-02-30', 'June', '', '-1', '1e9', '%00', '%FF',
                 '2026-06-01%00', LONG[:300]]
-REPORT_BY = ['project', 'user', 'day', 'week', 'month', 'total', '',
-             'year', 'PROJECT', '%00', 'day%2Cweek']
+REPORT_BY = ['project', 'user', 'resource-type', 'day', 'week', 'month',
+             'total', '', 'year', 'PROJECT', '%00', 'day%2Cweek']
 
 
 @st.composite

@@ -28,9 +28,9 @@ class Report(common.Guarded, lister.Lister):
     """Reserved resource-hours, credits and lease counts over a period.
 
     For a project, an account with its children, a user or the whole
-    cloud, grouped by project, user, day, week or month. A lease crossing
-    the period's edges counts only its part inside; everything is summed
-    by the ledger's database.
+    cloud, grouped by project, user, reservation type, day, week or month.
+    A lease crossing the period's edges counts only its part inside;
+    everything is summed by the ledger's database.
     """
 
     auth_required = False
@@ -53,8 +53,10 @@ class Report(common.Guarded, lister.Lister):
                             help='Only the leases of this user.')
         parser.add_argument('--by', choices=report.BY, default='project',
                             help='Group the rows by project (default), '
-                                 'user, day, week or month (UTC), or one '
-                                 'total.')
+                                 'user, resource-type (the lease\'s '
+                                 'reservation types, joined by "+" when it '
+                                 'holds several), day, week or month '
+                                 '(UTC), or one total.')
         parser.add_argument('--chart', metavar='FILE',
                             help='Also draw the report (--by day, week or '
                                  'month) into FILE.png or FILE.svg: average '

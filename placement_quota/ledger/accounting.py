@@ -256,6 +256,19 @@ def instance_hosts(lease_body):
     return names
 
 
+def resource_type(lease_body):
+    """The ``resource_type`` column of an entry whose lease is
+    ``lease_body`` (a dict): its reservations' types, sorted, joined by
+    ``+`` (``physical:host+virtual:floatingip``), at most 255 characters;
+    None without reservations."""
+    reservations = (lease_body or {}).get('reservations') \
+        if isinstance(lease_body, dict) else None
+    types = {r.get('resource_type') for r in reservations or ()
+             if isinstance(r, dict)}
+    types = sorted(t for t in types if isinstance(t, str) and t)
+    return '+'.join(types)[:255] or None
+
+
 def instance_columns(amounts, lease_body=None):
     """The ``instance_*`` columns of an entry holding ``amounts``."""
     return {'instance_vcpus': amounts.get(VCPU, 0),

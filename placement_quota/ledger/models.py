@@ -109,6 +109,9 @@ leases = sa.Table(
     sa.Column('message', sa.Text, nullable=True),
     # The filter that denied a denied entry (reports count denials by it).
     sa.Column('denied_by', sa.String(255), nullable=True),
+    # The lease's reservation types, sorted, joined by '+' (reports group
+    # by it); NULL for a lease without reservations.
+    sa.Column('resource_type', sa.String(255), nullable=True),
     sa.Column('created_at', sa.DateTime, nullable=False),
     sa.Column('updated_at', sa.DateTime, nullable=True),
     sa.Column('ended_at', sa.DateTime, nullable=True),
@@ -121,6 +124,7 @@ leases = sa.Table(
     # Reports count leases created and ended in a period.
     sa.Index('ix_leases_created', 'created_at'),
     sa.Index('ix_leases_ended', 'ended_at'),
+    sa.Index('ix_leases_resource_type', 'resource_type'),
 )
 
 credit_allocations = sa.Table(

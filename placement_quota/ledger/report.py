@@ -63,7 +63,7 @@ LIMITS = {'hosts': 'hosts', 'instances': 'instances', 'vcpus': 'class:VCPU'}
 #: queries): 1,000 days is about 2.7 years.
 MAX_PIECES = 1000
 #: The groups of ``--by``.
-BY_KEY = ('project', 'user')
+BY_KEY = ('project', 'user', 'resource-type')
 BY_TIME = ('day', 'week', 'month')
 BY = BY_KEY + BY_TIME + ('total',)
 #: The columns of a row, in order.
@@ -300,6 +300,8 @@ def _group_column(table, by):
         return table.c.project_id
     if by == 'user':
         return sa.func.coalesce(table.c.user_id, '-')
+    if by == 'resource-type':
+        return sa.func.coalesce(table.c.resource_type, '-')
     return sa.literal('total')
 
 
@@ -427,7 +429,8 @@ def _add_counts(connection, t, by, start, end, projects, user_id, found):
 def _add_credits(connection, dialect, by, start, end, projects, user_id,
                  found):
     c, t = models.charges, models.leases
-    key = _group_column(t, by) if by == 'user' else (
+    joined = by in ('user', 'resource-type')
+    key = _group_column(t, by) if joined else (
         c.c.project_id if by == 'project' else sa.literal('total'))
     charged = sa.case((c.c.amount > 0, c.c.amount), else_=0)
     refunded = sa.case((c.c.amount < 0, -c.c.amount), else_=0)
@@ -435,7 +438,7 @@ def _add_credits(connection, dialect, by, start, end, projects, user_id,
                       sa.func.sum(charged).label('charged'),
                       sa.func.sum(refunded).label('refunded')).where(
         c.c.at >= start, c.c.at < end)
-    if by == 'user' or user_id is not None:
+    if joined or user_id is not None:
         query = query.select_from(c.join(t, c.c.lease_row == t.c.id))
         if user_id is not None:
             query = query.where(t.c.user_id == user_id)

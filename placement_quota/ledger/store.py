@@ -458,6 +458,8 @@ class Transaction:
         values['duration_s'] = duration(values)
         values.update(accounting.instance_columns(
             values['amounts'], values.get('lease')))
+        values['resource_type'] = accounting.resource_type(
+            values.get('lease'))
         result = self.connection.execute(
             models.leases.insert().values(**values))
         return result.inserted_primary_key[0]
@@ -469,6 +471,9 @@ class Transaction:
         if 'amounts' in values:
             values.update(accounting.instance_columns(
                 values['amounts'], values.get('lease')))
+        if 'lease' in values:
+            values['resource_type'] = accounting.resource_type(
+                values['lease'])
         self.connection.execute(
             models.leases.update().where(models.leases.c.id == row_id)
             .values(**values))

@@ -81,6 +81,9 @@ class TestReport(ReportLedger):
                          {k: v for k, v in self.hours(
                              '--user', 'bob', '--by', 'day').items() if v})
 
+    def test_by_resource_type_a_lease_without_reservations_is_a_dash(self):
+        self.assertEqual({'-': 168.0}, self.hours('--by', 'resource-type'))
+
     def test_csv_has_a_header_and_a_row_a_group(self):
         result = self.report('-f', 'csv', '--by', 'total')
         rows = list(csv.DictReader(io.StringIO(result.stdout)))

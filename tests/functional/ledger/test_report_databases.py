@@ -33,9 +33,10 @@ class Reports:
         self.ledger = store.Ledger(self.database.url, migrate=True)
         self.addCleanup(self.ledger.dispose)
 
-    def entry(self, project, user, start, end, amounts, charged=0):
+    def entry(self, project, user, start, end, amounts, charged=0,
+              types=()):
         body = {'start_date': start.isoformat(), 'end_date': end.isoformat(),
-                'reservations': []}
+                'reservations': [{'resource_type': t} for t in types]}
         with self.ledger.transaction([project]) as txn:
             allocation = txn.add_allocation(project, store.to_micro(1000))
             row = txn.insert(
@@ -93,6 +94,20 @@ class Reports:
                             datetime.datetime(2100, 1, 1))['p1']
         self.assertEqual((24.0, 24.0), (found['credits_charged'],
                                         found['credits_net']))
+
+    def test_by_resource_type_with_its_credits(self):
+        self.entry('p1', 'u', at(2), at(3), {accounting.HOSTS: 1},
+                   charged=24, types=['physical:host'])
+        self.entry('p1', 'u', at(2), at(3), {accounting.FLOATINGIPS: 2},
+                   charged=5, types=['virtual:floatingip', 'physical:host'])
+        # The charges are dated now: a period around now holds them.
+        found = self.report(datetime.datetime(2000, 1, 1),
+                            datetime.datetime(2100, 1, 1), by='resource-type')
+        self.assertEqual(
+            {'physical:host': (24.0, 0.0, 24.0),
+             'physical:host+virtual:floatingip': (0.0, 48.0, 5.0)},
+            {k: (v['host_hours'], v['floatingip_hours'],
+                 v['credits_charged']) for k, v in found.items()})
 
 
 class TestReportsOnSQLite(databases.OnSQLite, Reports,

@@ -21,6 +21,7 @@ from placement_quota.ledger import models
 from placement_quota.ledger import report
 from tests import builders
 from tests.builders import day
+from tests.builders import floatingips
 from tests.builders import hosts
 from tests.builders import instances
 from tests.builders import lease
@@ -118,6 +119,31 @@ class TestGroups(ReportTestCase):
                 project='other')
         self.assertEqual(['other'], list(self.report(
             at(1), at(10), projects=['other'])))
+
+    def test_by_resource_type_groups_by_the_reservation_type(self):
+        self.by('u', lease(day(2), day(3), hosts('a'), name='a'))
+        self.by('u', lease(day(2), day(3), instances(3), name='b'))
+        found = self.report(at(1), at(10), by='resource-type')
+        self.assertEqual({'physical:host': (24.0, 0.0),
+                          'virtual:instance': (0.0, 72.0)},
+                         {k: (v['host_hours'], v['instance_hours'])
+                          for k, v in found.items()})
+
+    def test_by_resource_type_a_lease_of_two_types_is_a_group_of_both(self):
+        self.by('u', lease(day(2), day(3), hosts('a'), floatingips(2)))
+        found = self.report(at(1), at(10), by='resource-type')
+        self.assertEqual(['physical:host+virtual:floatingip'], list(found))
+        self.assertEqual((24.0, 48.0), (
+            found['physical:host+virtual:floatingip']['host_hours'],
+            found['physical:host+virtual:floatingip']['floatingip_hours']))
+
+    def test_by_resource_type_the_credits_follow_the_lease(self):
+        self.by('u', lease(day(2), day(3), hosts('a', 'b'), name='a'))
+        self.by('u', lease(day(2), day(3), instances(1), name='b'))
+        found = self.report(at(1), at(10), by='resource-type')
+        self.assertEqual((48.0, 0.0), (
+            found['physical:host']['credits_charged'],
+            found['virtual:instance']['credits_charged']))
 
     def test_a_project_asked_for_without_leases_has_a_row_of_zeros(self):
         found = self.report(at(1), at(10), projects=['idle'])
