@@ -45,6 +45,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from placement_quota.ledger import accounting  # noqa: E402
+from placement_quota.ledger import backfill  # noqa: E402
 from placement_quota.ledger import models  # noqa: E402
 from placement_quota.ledger import report  # noqa: E402
 from placement_quota.ledger import store  # noqa: E402
@@ -72,7 +73,9 @@ def seed(ledger, leases, projects, rng):
         kind = i % 3
         if kind == 0:
             amounts = {accounting.HOSTS: rng.randint(1, 4)}
+            types = ['physical:host']
         elif kind == 1:
+            types = ['virtual:instance']
             count = rng.randint(1, 8)
             amounts = {accounting.INSTANCES: count,
                        accounting.VCPU: 2 * count,
@@ -80,13 +83,16 @@ def seed(ledger, leases, projects, rng):
                        accounting.DISK_GB: 20 * count}
         else:
             amounts = {accounting.FLOATINGIPS: rng.randint(1, 2)}
+            types = ['virtual:floatingip']
         project = names[i % projects]
         batch.append(dict(
             project_id=project, lease_id=None, provisional_key='s%d' % i,
             name='seed-%d' % i, user_id='%s-user-%d' % (project, i % 5),
             start_date=start, end_date=end, effective_end=end,
             duration_s=int((end - start).total_seconds()),
-            state=models.PENDING, amounts=amounts, lease={},
+            # resource_type left NULL: the upgrade's backfill fills it.
+            state=models.PENDING, amounts=amounts, lease={
+                'reservations': [{'resource_type': t} for t in types]},
             hourly_rate=0, charged=0, created_at=now,
             **accounting.instance_columns(amounts)))
         if len(batch) == 20000:
@@ -112,6 +118,12 @@ def run(url, args, rng):
         began = time.perf_counter()
         seed(ledger, args.leases, args.projects, rng)
         seeded = time.perf_counter() - began
+        # What the upgrade to ledger revision 0011 does to these entries.
+        began = time.perf_counter()
+        with ledger.engine.begin() as connection:
+            backfill.resource_types(connection)
+        filled = time.perf_counter() - began
+        type_ms, types = timed(ledger, args.runs, by='resource-type')
         project_ms, _ = timed(ledger, args.runs, by='user',
                               projects=['project-7'])
         cloud_ms, groups = timed(ledger, args.runs, by='project')
@@ -123,6 +135,8 @@ def run(url, args, rng):
               'report_project_ms': project_ms,
               'report_cloud_ms': cloud_ms, 'cloud_groups': groups,
               'report_cloud_by_day_ms': day_ms, 'days': days,
+              'report_cloud_by_type_ms': type_ms, 'types': types,
+              'backfill_resource_type_s': round(filled, 1),
               'goals_ms': GOALS_MS}
     result['goals_met'] = all(result[k] < v for k, v in GOALS_MS.items())
     return result
