@@ -105,7 +105,9 @@ opts = [
     cfg.IntOpt(
         'host_resources_cache_ttl', default=300, min=0,
         help='Seconds a host\'s inventories read from Placement are '
-             'reused; 0 reads them for every lease.'),
+             'reused; 0 reads them for every lease. With [enforcement] '
+             'capacity_max_age, a host the capacity view knows is taken '
+             'from it (no call) while the view is younger than this.'),
 ]
 
 

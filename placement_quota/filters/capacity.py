@@ -154,6 +154,9 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
             view = capacity_view.CapacityView(client)
             weakref.finalize(self, view.stop, 0)
             self._view = view
+            # The reserved hosts' inventories come from it too.
+            if hasattr(self.host_resources, 'use_view'):
+                self.host_resources.use_view(view)
         self._view.start(max(0.5, max_age / 2.0))
         return self._view
 

@@ -318,6 +318,11 @@ class CapacityView:
         (None: unknown then)."""
         return self._names.get(name)
 
+    def provider(self, uuid: typing.Optional[str]
+                 ) -> typing.Optional[ProviderState]:
+        """The provider ``uuid`` at the last refresh (None: unknown)."""
+        return self._providers.get(uuid) if uuid is not None else None
+
     def room(self, request: typing.Mapping[str, int],
              traits: typing.Optional[typing.Mapping[str, str]] = None,
              among: typing.Optional[typing.Collection[str]] = None

@@ -15,7 +15,11 @@ Blazar names a host by its hypervisor host name, which is also the name of
 the compute node's resource provider. A host's resources are its
 ``VCPU``, ``MEMORY_MB`` and ``DISK_GB`` inventories, ``total - reserved``
 (what an instance of the whole host can use). Two calls per host, cached
-for a configurable time; an unknown host has none.
+for a configurable time; an unknown host has none. When the capacity
+policy keeps a local view of the providers
+(:mod:`~placement_quota.placement.capacity_view`, ``capacity_max_age``),
+a host it knows is answered from it, no call, as long as the view is no
+older than the cache time.
 
 An admission must not wait for Placement while it holds ledger locks: the
 hosts of a lease are read before (:meth:`HostResources.prefetch`) and the
@@ -45,6 +49,13 @@ class HostResources:
         self._cache = {}
         self._lock = threading.Lock()
         self.reads = 0
+        self.view = None
+
+    def use_view(self, view):
+        """Answer the hosts ``view`` (a
+        :class:`~placement_quota.placement.capacity_view.CapacityView`)
+        knows from it while it is younger than the cache time."""
+        self.view = view
 
     def __call__(self, hostname):
         now = self.clock()
@@ -52,7 +63,9 @@ class HostResources:
             cached = self._cache.get(hostname)
         if cached is not None and now - cached[0] < self.ttl:
             return cached[1]
-        resources = self._read(hostname)
+        resources = self._from_view(hostname)
+        if resources is None:
+            resources = self._read(hostname)
         with self._lock:
             self._cache[hostname] = (now, resources)
         return resources
@@ -61,6 +74,19 @@ class HostResources:
         """A :class:`Prefetched` of ``hostnames``, read now."""
         return Prefetched({name: self(name) for name in sorted(
             set(hostnames))})
+
+    def _from_view(self, hostname):
+        """The host's resources from the view, or None (no view, too old
+        for the cache time, or a host it does not know)."""
+        view = self.view
+        age = view.age() if view is not None else None
+        if age is None or age >= self.ttl:
+            return None
+        found = view.provider(view.uuid_of(hostname))
+        if found is None:
+            return None
+        return {rc: c.total - c.reserved
+                for rc, c in found.capacities.items() if rc in CLASSES}
 
     def _read(self, hostname):
         self.reads += 1

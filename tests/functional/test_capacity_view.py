@@ -34,6 +34,7 @@ from placement_quota.placement import capacity
 from placement_quota.placement import capacity_view
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
+from placement_quota.placement import hosts
 from tests.builders import day
 from tests.builders import instances
 from tests.builders import lease
@@ -328,3 +329,60 @@ class TestFilterWithMaxAge(SharedView, ledger_helpers.PlacementHelpers,
         conf = pq_conf.new_config([], config_files=[path])
         chain_mod.register_filter_opts(conf, filters_mod.all_filters)
         self.assertEqual(7, conf.enforcement.capacity_max_age)
+
+
+class TestHostResourcesFromTheView(ViewTestCase):
+    """A physical:host reservation's host inventories come from the view
+    when it knows the host and is younger than the reader's cache time."""
+
+    def host(self):
+        uuid_ = self.provider({'VCPU': {'total': 16, 'reserved': 2},
+                               'MEMORY_MB': {'total': 4096},
+                               'DISK_GB': {'total': 100, 'reserved': 10}})
+        return self.client.get('/resource_providers/%s' % uuid_)['name']
+
+    def reader(self, ttl=300):
+        reader = hosts.HostResources(self.client, ttl=ttl)
+        reader.use_view(self.view)
+        return reader
+
+    def test_a_host_the_view_knows_is_answered_without_a_call(self):
+        name = self.host()
+        self.view.refresh()
+        reader = self.reader()
+        self.assertEqual(hosts.HostResources(self.client)(name),
+                         reader(name))
+        self.assertEqual(0, reader.reads)
+
+    def test_a_host_the_view_does_not_know_is_read_from_placement(self):
+        self.view.refresh()
+        name = self.host()
+        reader = self.reader()
+        self.assertEqual({'VCPU': 14, 'MEMORY_MB': 4096, 'DISK_GB': 90},
+                         reader(name))
+        self.assertEqual(1, reader.reads)
+
+    def test_a_view_older_than_the_cache_time_is_not_used(self):
+        name = self.host()
+        self.view.refresh()
+        clock = self.view.clock
+        self.view.clock = lambda: clock() + 60
+        reader = self.reader(ttl=30)
+        reader(name)
+        self.assertEqual(1, reader.reads)
+
+
+class TestFilterLendsItsView(ledger_helpers.PlacementHelpers,
+                             base.LedgerTestCase):
+
+    filter_class = capacity_filter.PlacementCapacityFilter
+    options = {('enforcement', 'capacity_max_age'): 60,
+               ('ledger', 'count_host_resources'): True}
+
+    def placement(self):
+        return self.in_process_placement()
+
+    def test_the_host_reader_uses_the_capacity_filters_view(self):
+        self.addCleanup(self.filter.close)
+        view = self.filter.capacity_view(self.placement_client)
+        self.assertIs(view, self.filter.host_resources.view)
