@@ -340,16 +340,13 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
             return
         free = {rc: sum(max(0, r.get(rc, 0)) for r in room.values())
                 for rc in asked}
-        others = []
-        found = admission.txn.instance_intervals(
-            admission.start, admission.end, exclude=admission.exclude)
+        # Other leases' instances on our hosts, or on hosts not named.
         ours = None if hosts is None else {
             accounting.host_key(name) for name in hosts}
-        for interval, row in found:
-            if ours is not None and row.instance_hosts:
-                if ours.isdisjoint(row.instance_hosts.split(' ')):
-                    continue
-            others.append(interval)
+        others = [interval for interval, _ in
+                  admission.txn.instance_intervals(
+                      admission.start, admission.end,
+                      exclude=admission.exclude, hosts=ours)]
         peaks = window.peaks(others, admission.start, admission.end,
                              list(asked))
         for rc in sorted(asked):

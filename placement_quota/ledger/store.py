@@ -264,6 +264,16 @@ def _is_lock_timeout(exc):
             'lock wait timeout' in text)
 
 
+def _on_hosts(column, hosts):
+    """SQL: the space-separated host keys of ``column`` are empty or
+    name one of ``hosts`` (whole keys: ``a`` is not ``ab``; a key's ``%``
+    and ``_`` are no wildcards)."""
+    padded = sa.literal(' ') + column + sa.literal(' ')
+    return sa.or_(column == '', *(
+        padded.contains(' %s ' % key, autoescape=True)
+        for key in sorted(hosts)))
+
+
 def _row_interval(row):
     return window.Interval(row.start_date, row.effective_end,
                            row.amounts or {})
@@ -407,11 +417,12 @@ class Transaction:
         return [(_row_interval(row), row) for row in
                 self.connection.execute(query)]
 
-    def instance_intervals(self, start, end, exclude=None):
+    def instance_intervals(self, start, end, exclude=None, hosts=None):
         """``[(window.Interval, row)]`` of every project's live entries
         with instances overlapping ``[start, end)``; the amounts are
         ``{'VCPU': n, 'MEMORY_MB': n, 'DISK_GB': n}``, and the row has
-        ``instance_hosts``."""
+        ``instance_hosts``. With ``hosts`` (host keys), only the entries
+        on one of them or on hosts Blazar has not named."""
         t = models.leases
         columns = [t.c.id, t.c.start_date, t.c.effective_end,
                    t.c.instance_vcpus, t.c.instance_memory_mb,
@@ -433,6 +444,8 @@ class Transaction:
             query = query.where(t.c.start_date >= earliest)
         if exclude is not None:
             query = query.where(t.c.id != exclude)
+        if hosts is not None:
+            query = query.where(_on_hosts(t.c.instance_hosts, hosts))
         return [(window.Interval(row.start_date, row.effective_end, {
             'VCPU': row.instance_vcpus, 'MEMORY_MB': row.instance_memory_mb,
             'DISK_GB': row.instance_disk_gb}), row)

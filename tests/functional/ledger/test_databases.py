@@ -97,6 +97,25 @@ class Migrations:
             entry = txn.entry(row)
         self.assertEqual((body, body['name']), (entry.lease, entry.name))
 
+    def test_instance_entries_are_read_by_their_hosts(self):
+        ledger = self.migrated()
+        for name in ('node 1', 'node_2', 'node%3'):
+            body = {'reservations': [{
+                'resource_type': 'virtual:instance',
+                'allocations': [{'hypervisor_hostname': name}]}]}
+            with ledger.transaction(['p']) as txn:
+                txn.insert(project_id='p', provisional_key=name,
+                           start_date=base.NOW, end_date=base.NOW +
+                           datetime.timedelta(days=1), state='pending',
+                           amounts={'instances': 1, 'class:VCPU': 2},
+                           lease=body, hourly_rate=0, charged=0)
+        with ledger.transaction() as txn:
+            found = txn.instance_intervals(
+                base.NOW, base.NOW + datetime.timedelta(hours=1),
+                hosts={'node%201', 'node%3', 'node-2'})
+        self.assertEqual(['node%201', 'node%3'],
+                         sorted(row.instance_hosts for _, row in found))
+
     def test_credit_refund_is_exact(self):
         ledger = self.migrated()
         with ledger.transaction(['p']) as txn:

@@ -119,7 +119,8 @@ class TestLockTimeout(base.LedgerTestCase):
 class EntriesTestCase(base.LedgerTestCase):
 
     def insert_row(self, start, end, state='pending', project=None,
-                   duration_s=None, vcpus=4, lease_id=None):
+                   duration_s=None, vcpus=4, lease_id=None,
+                   instance_hosts=''):
         """An entry written as any earlier version could have written it
         (``duration_s`` unclamped), bypassing every check."""
         values = dict(
@@ -130,16 +131,17 @@ class EntriesTestCase(base.LedgerTestCase):
                         if duration_s is None else duration_s),
             amounts={'instances': 1, 'class:VCPU': vcpus},
             instance_vcpus=vcpus, instance_memory_mb=0, instance_disk_gb=0,
-            instance_hosts='', lease={}, hourly_rate=0, charged=0,
+            instance_hosts=instance_hosts, lease={}, hourly_rate=0,
+            charged=0,
             created_at=NOW)
         with self.ledger.engine.begin() as connection:
             return connection.execute(
                 models.leases.insert().values(**values)
             ).inserted_primary_key[0]
 
-    def instance_intervals(self, start, end):
+    def instance_intervals(self, start, end, hosts=None):
         with self.ledger.transaction() as txn:
-            return txn.instance_intervals(start, end)
+            return txn.instance_intervals(start, end, hosts=hosts)
 
 
 class TestInstanceIntervals(EntriesTestCase):
@@ -161,6 +163,29 @@ class TestInstanceIntervals(EntriesTestCase):
                               duration_s=store.MAX_DURATION)
         self.assertEqual([row], [r.id for i, r in
                                  self.instance_intervals(at(2), at(3))])
+
+    def on_hosts(self, *hosts):
+        return sorted(r.instance_hosts for _, r in self.instance_intervals(
+            at(2), at(3), hosts=set(hosts)))
+
+    def test_with_hosts_only_the_entries_on_them_are_read(self):
+        self.insert_row(at(1), at(4), instance_hosts='h1 h2')
+        self.insert_row(at(1), at(4), instance_hosts='h3')
+        self.assertEqual(['h1 h2'], self.on_hosts('h2'))
+
+    def test_with_hosts_entries_on_hosts_not_named_are_read(self):
+        self.insert_row(at(1), at(4), instance_hosts='')
+        self.assertEqual([''], self.on_hosts('h1'))
+
+    def test_a_host_key_matches_whole_keys_only(self):
+        self.insert_row(at(1), at(4), instance_hosts='h10 xh1')
+        self.assertEqual([], self.on_hosts('h1'))
+
+    def test_percent_and_underscore_in_a_host_key_are_no_wildcards(self):
+        self.insert_row(at(1), at(4), instance_hosts='rack1-node')
+        self.insert_row(at(1), at(4), instance_hosts='a%20b')
+        self.assertEqual(['a%20b'], self.on_hosts('a%20b', 'rack__node',
+                                                  'rack%'))
 
     def test_denied_entries_do_not_widen_the_window_query(self):
         self.insert_row(at(1), YEAR_9999, state=models.DENIED)
