@@ -241,23 +241,22 @@ class TestLimitsFromTheLimitsSource(ReportLedger):
                          (biology['limit_hosts'], biology['limit_hosts_as_of'],
                           biology['peak_hosts_share']))
 
-    def test_an_accounts_own_limit_wins_over_the_file(self):
+    def physics_limits_hosts_to_5(self):
         ledger = store.Ledger(self.url)
         self.addCleanup(ledger.dispose)
         with ledger.transaction() as txn:
             accounts_store.update(txn.connection, 'physics', None,
                                   {'hosts': 5}, {}, txn.now)
+
+    def test_an_accounts_own_limit_wins_over_the_file(self):
+        self.physics_limits_hosts_to_5()
         self.limits_file({'registered_limits': {'hosts': 10}})
         rows = self.rows()
         self.assertEqual((5, 10), (rows['physics']['limit_hosts'],
                                    rows['biology']['limit_hosts']))
 
     def test_a_child_account_without_a_limit_is_capped_at_its_parents(self):
-        ledger = store.Ledger(self.url)
-        self.addCleanup(ledger.dispose)
-        with ledger.transaction() as txn:
-            accounts_store.update(txn.connection, 'physics', None,
-                                  {'hosts': 5}, {}, txn.now)
+        self.physics_limits_hosts_to_5()
         self.limits_file({'registered_limits': {'hosts': 10}})
         self.assertEqual(5, self.rows()['optics']['limit_hosts'])
 
