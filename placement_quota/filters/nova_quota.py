@@ -79,6 +79,14 @@ UNIFIED = 'unified'
 LEGACY = 'legacy'
 FILE = 'file'
 
+#: Share of ``nova_quota_max_age`` after which a cached read that answers
+#: a decision is also read again in the background (refresh-ahead): the
+#: decisions of an active project then seldom wait for Nova or Placement.
+REFRESH_AHEAD = 0.5
+#: Background reads at most at once (more: the decision that finds the
+#: read too old reads it itself).
+REFRESH_THREADS = 4
+
 # Nova resource -> (ledger instance resource, host resource class)
 UNIFIED_RESOURCES = {
     'servers': (accounting.INSTANCES, None),
@@ -326,13 +334,18 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
                  '"placement-quota quota refresh" is run for it (the '
                  'project\'s generation in the ledger); other changes (a '
                  'quota set changed in Nova, servers booted outside '
-                 'reservations) are seen within this many seconds.'),
+                 'reservations) are seen within this many seconds. A '
+                 'reused read older than half of it is read again in the '
+                 'background, so an active project\'s decisions seldom '
+                 'wait for the read.'),
     ]
 
     def __init__(self, conf, services=None):
         super().__init__(conf, services)
         self.reader = QuotaReader(self.services)
         self.cache = QuotaCache()
+        self._refreshing = set()
+        self._refreshing_lock = threading.Lock()
 
     def _convert(self, amounts):
         group = self.conf.enforcement
@@ -357,9 +370,36 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
         if lease.start_date > self.ledger.clock():
             found = self.cache.get((context.project_id, classes), max_age)
             if found is not None:
+                if found.age >= max_age * REFRESH_AHEAD:
+                    self._refresh_ahead(context.project_id, classes)
                 return found
         return self._read(context.project_id, classes,
                           self._generation(context.project_id))
+
+    def _refresh_ahead(self, project_id, classes):
+        """Read the project's quota again in a thread of its own (one
+        per key, :data:`REFRESH_THREADS` at most)."""
+        key = (project_id, classes)
+        with self._refreshing_lock:
+            if key in self._refreshing or \
+                    len(self._refreshing) >= REFRESH_THREADS:
+                return
+            self._refreshing.add(key)
+        threading.Thread(target=self._refresh, args=(key,), daemon=True,
+                         name='quota-refresh').start()
+
+    def _refresh(self, key):
+        project_id, classes = key
+        try:
+            self._read(project_id, classes, self._generation(project_id))
+        except Exception as exc:
+            # The decision that finds the cached read too old reads it
+            # itself, and says what failed.
+            LOG.warning('Reading the quota of project %s ahead of time '
+                        'failed: %s', project_id, exc)
+        finally:
+            with self._refreshing_lock:
+                self._refreshing.discard(key)
 
     def _read(self, project_id, classes, generation):
         """A :class:`QuotaRead` read now, cached."""

@@ -18,8 +18,10 @@ filter's back by allocations written in Placement."""
 
 import itertools
 import os
+import threading
 import uuid
 
+import fixtures
 import hypothesis
 from hypothesis import strategies as st
 
@@ -141,6 +143,50 @@ class TestQuotaCache(QuotaCacheTestCase):
             cache.put((project, ()), nova_quota.QuotaRead({}, {}))
         self.assertEqual([None, True, True], [
             cache.get((p, ()), 1) and True for p in ('p1', 'p2', 'p3')])
+
+
+class TestRefreshAhead(QuotaCacheTestCase):
+    """A cached read older than half of ``nova_quota_max_age`` answers the
+    decision and is read again in the background."""
+
+    def refreshes_done(self):
+        for thread in threading.enumerate():
+            if thread.name == 'quota-refresh':
+                thread.join(10)
+
+    def test_an_old_enough_read_answers_and_is_read_again_behind(self):
+        self.create(lease(day(2), day(3), instances(1, vcpus=4), name='a'))
+        self.use(10)
+        self.seconds += MAX_AGE * nova_quota.REFRESH_AHEAD
+        # Answered from the cache (0 in use then): allowed.
+        self.create(lease(day(5), day(6), instances(1, vcpus=4), name='b'))
+        self.refreshes_done()
+        # The read made behind it says 10 in use.
+        message = self.assertDenied(self.create, lease(
+            day(8), day(9), instances(2, vcpus=4), name='c'))
+        self.assertIn('10 in use now', message)
+
+    def test_a_younger_read_is_not_read_again(self):
+        self.create(lease(day(2), day(3), instances(1, vcpus=4), name='a'))
+        before = self.calls()
+        self.seconds += MAX_AGE * nova_quota.REFRESH_AHEAD / 2
+        self.create(lease(day(5), day(6), instances(1, vcpus=4), name='b'))
+        self.refreshes_done()
+        self.assertEqual(before, self.calls())
+
+    def test_a_failed_read_ahead_leaves_the_cached_one(self):
+        self.create(lease(day(2), day(3), instances(1, vcpus=4), name='a'))
+        self.seconds += MAX_AGE * nova_quota.REFRESH_AHEAD
+        log = self.useFixture(fixtures.FakeLogger(
+            name='placement_quota.filters.nova_quota'))
+
+        def fails(project_id, classes=()):
+            raise RuntimeError('Placement is down')
+        self.useFixture(fixtures.MockPatchObject(
+            self.filter.reader, 'read', fails))
+        self.create(lease(day(5), day(6), instances(1, vcpus=4), name='b'))
+        self.refreshes_done()
+        self.assertIn('ahead of time failed: Placement is down', log.output)
 
 
 class TestCachedDecisionsEqualLiveOnes(QuotaCacheTestCase):
