@@ -9,7 +9,7 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""What the benchmarks' command lines share."""
+"""What the benchmarks share: their command lines' types, percentiles."""
 
 import argparse
 
@@ -20,3 +20,11 @@ def positive(text):
     if value < 1:
         raise argparse.ArgumentTypeError('must be at least 1, not %s' % text)
     return value
+
+
+def percentile(values, fraction):
+    """The value at ``fraction`` (0..1) of the sorted ``values`` (the
+    nearest rank)."""
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))
+    return ordered[index]

@@ -114,12 +114,6 @@ def phase(url, projects, count):
     return timings, statuses
 
 
-def quantile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1,
-                       int(round(fraction * (len(ordered) - 1))))]
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--projects', type=common.positive, default=10)
@@ -168,7 +162,7 @@ def main(argv=None):
                 result['phases'].append({
                     'nova_quota_max_age': max_age, 'statuses': statuses,
                     'p50_ms': round(statistics.median(timings), 2),
-                    'p99_ms': round(quantile(timings, 0.99), 2),
+                    'p99_ms': round(common.percentile(timings, 0.99), 2),
                     'nova_calls_per_request': round(
                         calls / float(args.requests), 3)})
         finally:

@@ -74,6 +74,7 @@ from placement_quota.placement import embedded  # noqa: E402
 from placement_quota import services as services_mod  # noqa: E402
 from placement_quota.placement import usage as placement_usage  # noqa
 from placement_quota import wsgi_server  # noqa: E402
+from tools.bench import common  # noqa: E402
 
 GOAL_P99_MS = 20.0
 FILTERS = ['MaximumReservationLengthFilter', 'ReservationSizeFilter',
@@ -193,12 +194,6 @@ def configure(directory, endpoint, connection, paths):
     for (group, name), value in overrides.items():
         conf.set_override(name, value, group)
     return conf
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, int(round(fraction * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def measure_latency(url, projects, hosts, count, rng):
@@ -344,8 +339,8 @@ def main(argv=None):
                     service.url, projects, hosts, args.requests, rng)
                 calls[max_age] = services.placement.calls - before
                 by_kind[max_age] = {
-                    kind: round(percentile(phases[max_age][0][first::2],
-                                           0.99), 2)
+                    kind: round(common.percentile(
+                        phases[max_age][0][first::2], 0.99), 2)
                     for kind, first in (('host', 0), ('instance', 1))}
         finally:
             service.stop()
@@ -399,10 +394,10 @@ def summary(max_age, timings, statuses):
             'requests': len(timings),
             'statuses': {str(k): v for k, v in sorted(statuses.items())},
             'p50_ms': round(statistics.median(timings), 2),
-            'p95_ms': round(percentile(timings, 0.95), 2),
-            'p99_ms': round(percentile(timings, 0.99), 2),
+            'p95_ms': round(common.percentile(timings, 0.95), 2),
+            'p99_ms': round(common.percentile(timings, 0.99), 2),
             'max_ms': round(max(timings), 2),
-            'goal_met': percentile(timings, 0.99) < GOAL_P99_MS}
+            'goal_met': common.percentile(timings, 0.99) < GOAL_P99_MS}
 
 
 if __name__ == '__main__':
