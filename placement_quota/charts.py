@@ -28,14 +28,17 @@ import csv
 
 from placement_quota.ledger import report
 
-#: Series -> (report column, resource of its limit, label).
+#: A name of the report's limits (:data:`placement_quota.ledger.report.
+#: LIMITS`, whose resource the limit is) -> (the report column of its
+#: hours, label): drawn as the series ``average_<name>`` and
+#: ``limit_<name>``.
 AVERAGES = {
-    'average_hosts': ('host_hours', 'hosts', 'hosts'),
-    'average_instances': ('instance_hours', 'instances', 'instances'),
-    'average_vcpus': ('vcpu_hours', 'class:VCPU', 'VCPU'),
+    'hosts': ('host_hours', 'hosts'),
+    'instances': ('instance_hours', 'instances'),
+    'vcpus': ('vcpu_hours', 'VCPU'),
 }
-SERIES = (('group', 'start') + tuple(AVERAGES) +
-          tuple('limit_' + name[len('average_'):] for name in AVERAGES) +
+SERIES = (('group', 'start') + tuple('average_' + name for name in AVERAGES)
+          + tuple('limit_' + name for name in AVERAGES) +
           ('credits_spent_cumulative',))
 #: Inches (at 100 dpi: 1000 x 700 pixels).
 SIZE = (10, 7)
@@ -63,11 +66,11 @@ def series(rows, start, end, by, limit_of=None):
         hours = (piece_end - piece_start).total_seconds() / 3600.0
         spent += row.values['credits_net']
         point = {'group': row.group, 'start': piece_start.isoformat()}
-        for name, (column, resource, _) in AVERAGES.items():
-            point[name] = round(row.values[column] / hours, 4)
-            found_limit = limit_of and limit_of(resource, piece_start)
-            point['limit_' + name[len('average_'):]] = (
-                found_limit[0] if found_limit else None)
+        for name, (column, _) in AVERAGES.items():
+            point['average_' + name] = round(row.values[column] / hours, 4)
+            found_limit = limit_of and limit_of(report.LIMITS[name],
+                                                piece_start)
+            point['limit_' + name] = found_limit[0] if found_limit else None
             point.setdefault('_as_of', set())
             if found_limit:
                 point['_as_of'].add(found_limit[1])
@@ -105,10 +108,9 @@ def write_chart(path, points, title):
         as_of = set().union(*(p.get('_as_of', set()) for p in points)) \
             if points else set()
         suffix = ' (now, before its history)' if 'now' in as_of else ''
-        for name, (_, resource, label) in AVERAGES.items():
-            values = [point[name] for point in points]
-            limit = [point['limit_' + name[len('average_'):]]
-                     for point in points]
+        for name, (_, label) in AVERAGES.items():
+            values = [point['average_' + name] for point in points]
+            limit = [point['limit_' + name] for point in points]
             if not any(values) and not any(v is not None for v in limit):
                 continue
             line, = reserved.plot(labels, values, marker='o', label=label)
