@@ -171,13 +171,10 @@ def report(connection, dialect, start, end, by='project', projects=None,
             'more: choose a longer group or a shorter period'
             % (by, MAX_PIECES))
     rows = {}
-    t = models.leases
     # No counted lease is longer than the longest: the window query
     # bounds start_date on both sides (its index) instead of scanning every
     # lease that ends after the period's start.
-    longest = connection.execute(
-        sa.select(sa.func.max(t.c.duration_s))
-        .where(t.c.state.notin_(models.NOT_COUNTED))).scalar() or 0
+    longest = store.longest_duration(connection)
     for label, piece_start, piece_end in pieces:
         for key, values in _usage(connection, dialect, piece_start,
                                   piece_end, by, projects, user_id,

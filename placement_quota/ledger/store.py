@@ -310,10 +310,6 @@ class Transaction:
         take_row`)."""
         locks.take_row(self.connection, dialect, key, self.now)
 
-    def _ensure_project(self, project_id):
-        locks.ensure_row(self.connection, self.ledger.dialect, project_id,
-                         self.now)
-
     def generation(self, project_id):
         """The project's generation (0 for a project never seen)."""
         t = models.projects
@@ -325,7 +321,8 @@ class Transaction:
         """Move the project's generation: what Nova counts for it may
         have changed (every process's cached quota is read again)."""
         t = models.projects
-        self._ensure_project(project_id)
+        locks.ensure_row(self.connection, self.ledger.dialect, project_id,
+                         self.now)
         self.connection.execute(
             t.update().where(t.c.project_id == project_id)
             .values(generation=t.c.generation + 1))
@@ -427,13 +424,9 @@ class Transaction:
         columns = [t.c.id, t.c.start_date, t.c.effective_end,
                    t.c.instance_vcpus, t.c.instance_memory_mb,
                    t.c.instance_disk_gb, t.c.instance_hosts]
-        # No live lease is longer than the longest live one: only those
-        # starting less than that before the window can overlap it, which
-        # bounds the index range on start_date on both sides. Denied
-        # entries count toward nothing, not even this bound.
-        longest = self.connection.execute(
-            sa.select(sa.func.max(t.c.duration_s))
-            .where(t.c.state.notin_(models.NOT_COUNTED))).scalar() or 0
+        # Only leases starting less than the longest before the window can
+        # overlap it: the index range on start_date is bounded both sides.
+        longest = longest_duration(self.connection)
         query = sa.select(*columns).where(
             t.c.start_date < end, t.c.effective_end > start,
             t.c.state.notin_(models.NOT_COUNTED),
@@ -551,6 +544,15 @@ def duration(values):
     within 0 and :data:`MAX_DURATION`."""
     seconds = (values['end_date'] - values['start_date']).total_seconds()
     return max(0, min(MAX_DURATION, int(-(-seconds // 1))))
+
+
+def longest_duration(connection):
+    """Seconds of the longest entry that counts (0 for none); denied
+    and abandoned entries count toward nothing, not even this bound."""
+    t = models.leases
+    return connection.execute(
+        sa.select(sa.func.max(t.c.duration_s))
+        .where(t.c.state.notin_(models.NOT_COUNTED))).scalar() or 0
 
 
 def earliest_start(start, longest):
