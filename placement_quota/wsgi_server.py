@@ -448,8 +448,7 @@ class WSGIServer:
 
     @property
     def url(self):
-        host = self.host if ':' not in self.host else '[%s]' % self.host
-        return 'http://%s:%d' % (host, self.port)
+        return url(self.host, self.port)
 
     def start(self):
         """Bind and serve from a background thread; return when listening.
@@ -494,3 +493,9 @@ class WSGIServer:
         if self._thread is not None:
             self._thread.join(timeout=10)
             self._thread = None
+
+
+def url(host, port):
+    """``http://host:port`` (an IPv6 host in brackets)."""
+    shown = host if ':' not in host else '[%s]' % host
+    return 'http://%s:%d' % (shown, port)

@@ -298,10 +298,9 @@ class Serve(common.Guarded, command.Command):
         # Before the banner: whoever read it may send SIGTERM at once.
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
-        shown = host if ':' not in host else '[%s]' % host
-        admin_url = None if admin_port is None else 'http://%s:%d' % (
+        admin_url = None if admin_port is None else wsgi_server.url(
             conf.admin_api.bind_host, admin_port)
         self._banner(conf, conf.enforcement.enabled_filters, host,
-                     'http://%s:%d' % (shown, port), admin_url, count)
+                     wsgi_server.url(host, port), admin_url, count)
         pool.supervise()
         return 0
