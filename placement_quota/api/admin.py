@@ -295,7 +295,7 @@ class AdminAPI:
             raise util.HTTPError(400, str(exc), field='by', value=by)
         return util.json_response(200, {
             'account': account_id, 'start': start.isoformat(),
-            'end': end.isoformat(), 'by': found.get('by', 'project'),
+            'end': end.isoformat(), 'by': by,
             'rows': [dict(zip(ledger_report.COLUMNS, row.as_tuple()))
                      for row in rows]})
 

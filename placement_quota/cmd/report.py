@@ -61,9 +61,10 @@ class Report(common.Guarded, lister.Lister):
                             help='Also draw the report (--by day, week or '
                                  'month) into FILE.png or FILE.svg: average '
                                  'reserved hosts, instances and VCPU '
-                                 'against the account\'s limits now, and '
-                                 'the credits spent. Needs matplotlib '
-                                 '("placement-quota[charts]").')
+                                 'against the limits of --account or '
+                                 '--project (its history, else its limit '
+                                 'now), and the credits spent. Needs '
+                                 'matplotlib ("placement-quota[charts]").')
         parser.add_argument('--chart-data', metavar='FILE',
                             help='Also write the charted series as CSV.')
         return common.add_backend_arguments(parser, placement=False)
