@@ -230,12 +230,18 @@ class TwoServiceProcesses(ServiceProcesses):
         self.assertAdmitted(10, statuses)
         self.assertEqual(10, len(self.live_entries(project)))
 
-    def test_a_users_credit_share_admits_exactly_what_it_pays(self):
+    def credit_services(self):
+        """``(services, project, ledger)``: the service processes running
+        CreditFilter at 0.5 credits a host-hour (12 credits a lease of
+        :meth:`hammer`), a new project, the ledger on the database."""
         services = self.start_services(
             ['CreditFilter'], 'credit_host_rate = 0.5\n')
-        project = 'p-%s' % uuid.uuid4().hex[:8]
         ledger = store.Ledger(self.database.url)
         self.addCleanup(ledger.dispose)
+        return services, 'p-%s' % uuid.uuid4().hex[:8], ledger
+
+    def test_a_users_credit_share_admits_exactly_what_it_pays(self):
+        services, project, ledger = self.credit_services()
         with ledger.transaction([project]) as txn:
             txn.add_allocation(project, store.to_micro(1000))
             # 12 credits a lease: alice's share of 120 pays for 10.
@@ -247,11 +253,7 @@ class TwoServiceProcesses(ServiceProcesses):
             row.charged for row in self.live_entries(project)))
 
     def test_credits_admit_exactly_what_the_allocation_pays(self):
-        services = self.start_services(
-            ['CreditFilter'], 'credit_host_rate = 0.5\n')
-        project = 'p-%s' % uuid.uuid4().hex[:8]
-        ledger = store.Ledger(self.database.url)
-        self.addCleanup(ledger.dispose)
+        services, project, ledger = self.credit_services()
         with ledger.transaction([project]) as txn:
             allocation = txn.add_allocation(project, store.to_micro(120))
         statuses = self.hammer(services, project)
