@@ -297,12 +297,23 @@ class CapacityView:
     def _run(self):
         wait = 0
         while not self._stopping.wait(wait):
-            wait = self.interval
             try:
                 self.refresh()
             except Exception as exc:  # keep refreshing whatever happens
                 LOG.warning('Capacity view refresh failed (the view is %s '
                             's old): %s', self.age(), exc)
+            wait = self.next_refresh_in()
+
+    def next_refresh_in(self) -> float:
+        """Seconds until the background refresh is due: ``interval`` after
+        the listing of the last refresh (its age), not after the refresh
+        ended, so that a long refresh (the first, whole, read of a large
+        cloud) does not leave the view older than ``interval`` plus its
+        own length; ``interval`` after a refresh that failed."""
+        age = self.age()
+        if age is None:
+            return self.interval
+        return max(0.0, self.interval - age)
 
     def stop(self, timeout=10.0):
         """Stop the background refresh and wait for it to end."""

@@ -287,3 +287,40 @@ class TestNearLimit(testtools.TestCase):
     def test_twice_the_asked_instances_is_not_near(self):
         self.assertFalse(capacity_view.near_limit(
             {'a': {'VCPU': 4}, 'b': {'VCPU': 4}}, {'VCPU': 2}, 2))
+
+
+class _SlowListingClient(_FakeListingClient):
+    """The listing takes ``seconds`` of the view's clock to answer."""
+
+    def __init__(self, clock, seconds):
+        super().__init__([])
+        self.clock, self.seconds = clock, seconds
+
+    def get(self, url):
+        self.clock[0] += self.seconds
+        return super().get(url)
+
+
+class TestBackgroundRefreshSchedule(testtools.TestCase):
+
+    def view(self, listing_seconds):
+        now = [1000.0]
+        view = capacity_view.CapacityView(
+            _SlowListingClient(now, listing_seconds), clock=lambda: now[0])
+        view.interval = 2.5
+        return view, now
+
+    def test_next_refresh_is_due_interval_after_the_listing_was_asked(self):
+        view, now = self.view(0.2)
+        view.refresh()
+        now[0] += 1.0
+        self.assertAlmostEqual(1.3, view.next_refresh_in())
+
+    def test_after_a_refresh_longer_than_interval_the_next_is_due_now(self):
+        view, now = self.view(4.0)  # a large cloud's first, whole, read
+        view.refresh()
+        self.assertEqual(0.0, view.next_refresh_in())
+
+    def test_before_any_refresh_the_next_is_due_after_interval(self):
+        view, _ = self.view(0.2)
+        self.assertEqual(2.5, view.next_refresh_in())
