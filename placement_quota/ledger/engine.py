@@ -56,6 +56,7 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
+from placement_quota.ledger import checkpoints
 from placement_quota.ledger import deadlines
 from placement_quota.ledger import errors
 
@@ -83,7 +84,23 @@ READ_ONLY = 'placement_quota_read_only'
 DEADLINE_GRACE = 2
 
 
-def _configure_sqlite(engine, lock_timeout):
+def _configure_sqlite(engine, lock_timeout, path=None):
+    """SQLite's pragmas; for a database file (``path``), its checkpoints
+    in a thread of their own (:mod:`~placement_quota.ledger.
+    checkpoints`)."""
+    checkpointer = None
+    if path:
+        checkpointer = checkpoints.Checkpointer.attach(engine, path)
+
+        @sa.event.listens_for(engine, 'commit')
+        def _commit(connection):
+            if not connection.get_execution_options().get(READ_ONLY):
+                checkpointer.wrote()
+
+        @sa.event.listens_for(engine, 'engine_disposed')
+        def _disposed(engine):
+            checkpointer.stop()
+
     @sa.event.listens_for(engine, 'connect')
     def _connect(dbapi_connection, record):
         # We issue BEGIN ourselves: IMMEDIATE takes the write lock at once.
@@ -97,6 +114,10 @@ def _configure_sqlite(engine, lock_timeout):
         # crash cannot.
         cursor.execute('PRAGMA journal_mode = WAL')
         cursor.execute('PRAGMA synchronous = NORMAL')
+        if checkpointer is not None:
+            # A commit checkpoints only if the thread fell far behind.
+            cursor.execute('PRAGMA wal_autocheckpoint = %d'
+                           % checkpoints.SAFETY_PAGES)
         cursor.close()
 
     @sa.event.listens_for(engine, 'begin')
@@ -358,11 +379,14 @@ def create_engine(url, lock_timeout=30, pool_size=None, connect_timeout=10,
             return db_exc_filters.handler(ctx)
         return engine
     kwargs = {'pool_pre_ping': True}
+    path = None
     if backend == 'sqlite':
         database = parsed.database
         if database and database != ':memory:':
             directory = os.path.dirname(os.path.abspath(database))
             os.makedirs(directory, exist_ok=True)
+            if not database.startswith('file:'):  # not a URI filename
+                path = database
     elif pool_size:
         kwargs['pool_size'] = pool_size
     if backend == 'postgresql':
@@ -389,7 +413,7 @@ def create_engine(url, lock_timeout=30, pool_size=None, connect_timeout=10,
             'The ledger connection %s cannot be used: %s'
             % (parsed.render_as_string(hide_password=True), exc))
     if backend == 'sqlite':
-        _configure_sqlite(engine, lock_timeout)
+        _configure_sqlite(engine, lock_timeout, path)
     elif backend == 'postgresql':
         watchdog = watchdog or deadlines.Watchdog()
         _configure_postgresql(
