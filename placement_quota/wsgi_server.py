@@ -42,6 +42,7 @@ On top of cheroot it defends its threads against slow clients:
 """
 
 import _pyio
+import gc
 import json
 import socket
 import threading
@@ -499,3 +500,15 @@ def url(host, port):
     """``http://host:port`` (an IPv6 host in brackets)."""
     shown = host if ':' not in host else '[%s]' % host
     return 'http://%s:%d' % (shown, port)
+
+
+def freeze_heap():
+    """Collect the garbage, then put every object alive now out of the
+    garbage collector's reach (:func:`gc.freeze`): modules, configuration,
+    filter chain and app live as long as the serving process. A collection
+    of the whole heap of a service process (about 170,000 objects once
+    imported) pauses every thread of it for some 60 ms on a small machine;
+    after this, full collections walk only the objects made since. Call it
+    once the app is built, before serving (in each worker)."""
+    gc.collect()
+    gc.freeze()

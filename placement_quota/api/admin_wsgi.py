@@ -27,6 +27,7 @@ import os
 from placement_quota.api import admin
 from placement_quota import conf as pq_conf
 from placement_quota import services as services_mod
+from placement_quota import wsgi_server
 
 
 def init_application():
@@ -37,3 +38,5 @@ def init_application():
 application = None
 if os.environ.get('PLACEMENT_QUOTA_WSGI_NO_INIT') is None:
     application = init_application()
+    # The app lives as long as the WSGI server's process.
+    wsgi_server.freeze_heap()

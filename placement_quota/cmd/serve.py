@@ -228,6 +228,7 @@ class Serve(common.Guarded, command.Command):
                              daemon=True).start()
 
         signal.signal(signal.SIGTERM, stop)
+        wsgi_server.freeze_heap()
         try:
             server.serve_forever(on_ready=ready)
         except KeyboardInterrupt:

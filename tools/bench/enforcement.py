@@ -92,6 +92,7 @@ def serve(threads, log_file):
     def ready(server):
         print('LISTENING %s' % server.url, flush=True)
 
+    wsgi_server.freeze_heap()  # as placement-quota serve does
     wsgi_server.WSGIServer(app, threads=threads).serve_forever(
         on_ready=ready)
 

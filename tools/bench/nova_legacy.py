@@ -141,8 +141,9 @@ def main(argv=None):
         chain = chain_mod.FilterChain(conf, services=services)
         reader = [f for f in chain.filters
                   if f.name == 'NovaQuotaFilter'][0].reader
-        server = wsgi_server.WSGIServer(api_app.make_app(conf, chain),
-                                        threads=4).start()
+        app = api_app.make_app(conf, chain)
+        wsgi_server.freeze_heap()  # as placement-quota serve does
+        server = wsgi_server.WSGIServer(app, threads=4).start()
         result = {'projects': args.projects, 'requests': args.requests,
                   'filters': FILTERS,
                   'refresh_ahead': not args.no_refresh_ahead,

@@ -313,6 +313,8 @@ def main(argv=None):
         services = services_mod.Services(conf)
         chain = chain_mod.FilterChain(conf, services=services)
         app = api_app.make_app(conf, chain)
+        # As placement-quota serve does once its app is built.
+        wsgi_server.freeze_heap()
         service = wsgi_server.WSGIServer(app, threads=4).start()
         phases = {}
         calls = {}
