@@ -65,6 +65,14 @@ projects = sa.Table(
     sa.Column('generation', sa.Integer, nullable=False, server_default='0'),
 )
 
+#: The index of the capacity check's query of other leases' instances
+#: (``Transaction.instance_intervals``): every column it reads, the window
+#: first.
+INSTANCE_WINDOW_INDEX = 'ix_leases_instance_window'
+INSTANCE_WINDOW_COLUMNS = ('start_date', 'effective_end', 'state',
+                           'instance_vcpus', 'instance_memory_mb',
+                           'instance_disk_gb', 'instance_hosts', 'id')
+
 leases = sa.Table(
     'leases', metadata,
     sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
@@ -125,6 +133,9 @@ leases = sa.Table(
     sa.Index('ix_leases_created', 'created_at'),
     sa.Index('ix_leases_ended', 'ended_at'),
     sa.Index('ix_leases_resource_type', 'resource_type'),
+    # Every column the capacity check reads of other leases' instances.
+    sa.Index(INSTANCE_WINDOW_INDEX, *INSTANCE_WINDOW_COLUMNS,
+             mysql_length={'instance_hosts': 255}),
 )
 
 credit_allocations = sa.Table(

@@ -202,6 +202,24 @@ class TestInstanceIntervals(EntriesTestCase):
         # The bound is the live entry's 3 days, not the denied one's.
         self.assertIn('2026-05-30 00:00:00.000000', query)
 
+    def test_the_window_query_reads_its_index_alone(self):
+        self.insert_row(at(1), at(4), instance_hosts='h1')
+        statements = []
+
+        def record(conn, cursor, statement, parameters, context, many):
+            if 'instance_hosts' in statement:
+                statements.append((statement, parameters))
+        sa.event.listen(self.ledger.engine, 'before_cursor_execute', record)
+        self.addCleanup(sa.event.remove, self.ledger.engine,
+                        'before_cursor_execute', record)
+        self.on_hosts('h1', 'h2')
+        statement, parameters = statements[0]
+        with self.ledger.engine.connect() as connection:
+            plan = ' '.join(row[-1] for row in connection.exec_driver_sql(
+                'EXPLAIN QUERY PLAN ' + statement, parameters))
+        self.assertIn('COVERING INDEX %s' % models.INSTANCE_WINDOW_INDEX,
+                      plan)
+
 
 class TestDuration(base.LedgerTestCase):
 
