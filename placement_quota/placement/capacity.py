@@ -58,6 +58,8 @@ CONSUMER_COUNT = 'consumer_count'
 CONSISTENT_READ_ATTEMPTS = 5
 #: Providers read at the same time by :func:`instances_that_fit_on_hosts`.
 MAX_WORKERS = 8
+#: The trait of a provider sharing its inventory through aggregates.
+SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
 
 
 # --- project usages ----------------------------------------------------------
@@ -364,7 +366,8 @@ def required_param(traits: typing.Optional[typing.Mapping[str, str]]
 
 def candidate_room(client: placement_client.PlacementClient,
                    request: typing.Mapping[str, int],
-                   traits: typing.Optional[typing.Mapping[str, str]] = None
+                   traits: typing.Optional[typing.Mapping[str, str]] = None,
+                   in_tree: typing.Optional[str] = None
                    ) -> typing.Dict[str, typing.Dict[str, int]]:
     """Provider UUID -> {resource class: room} of every provider that can
     hold at least one instance of size ``request``, in one call; with
@@ -379,6 +382,10 @@ def candidate_room(client: placement_client.PlacementClient,
     number of hosts, where :func:`instances_that_fit_on_hosts` makes two
     per host.
 
+    ``in_tree`` (a provider UUID) limits the answer to that provider's
+    tree (Placement's ``in_tree``, microversion 1.31), sharing providers
+    outside it excluded: see :func:`tree_room`.
+
     :raises ValueError: as :func:`validate_request`, before the call.
     :raises placement_client.PlacementError: Placement's refusal, e.g. 400
         ``No such trait(s)`` for a trait it does not know.
@@ -388,6 +395,8 @@ def candidate_room(client: placement_client.PlacementClient,
                                     for item in sorted(request.items())))]
     if traits:
         query.append(('required', required_param(traits)))
+    if in_tree:
+        query.append(('in_tree', in_tree))
     found = client.get('/allocation_candidates?%s' % parse.urlencode(
         query, safe=':,!'))
     return {uuid: {rc: int(value['capacity']) - int(value['used'])
@@ -400,3 +409,44 @@ def fit_in_room(room: typing.Mapping[str, int],
     """How many instances of ``request`` fit in one provider's ``room``."""
     return min(max(0, room.get(rc, 0)) // amount
                for rc, amount in request.items() if amount)
+
+
+def tree_room(client: placement_client.PlacementClient,
+              request: typing.Mapping[str, int],
+              traits: typing.Optional[typing.Mapping[str, str]],
+              roots: typing.Collection[str],
+              max_workers: int = MAX_WORKERS
+              ) -> typing.Optional[typing.Dict[str, typing.Dict[str, int]]]:
+    """:func:`candidate_room` read tree by tree: one ``GET
+    /allocation_candidates?in_tree=<root>`` for each of ``roots``, which
+    Placement answers in the time of a few providers, where the call
+    without ``in_tree`` grows with the whole cloud (about 150 ms at 1,000
+    hosts). The rooms of the providers of ``roots`` are those of
+    :func:`candidate_room` (the trees' candidacy does not depend on other
+    trees), unless a sharing provider (``MISC_SHARES_VIA_AGGREGATE``) can
+    lend a tree what it lacks: ``in_tree`` leaves sharing providers out,
+    so when the cloud has one with inventory of a requested class (one
+    call to list the sharing providers, one for the inventories of each)
+    the answer is None and the caller reads the whole cloud instead.
+    """
+    found = client.get('/resource_providers?required=%s' % SHARING_TRAIT)
+    for provider in found['resource_providers']:
+        inventories = client.get('/resource_providers/%s/inventories'
+                                 % provider['uuid'])['inventories']
+        if set(inventories) & set(request):
+            return None
+    roots = sorted(roots)
+
+    def read(root):
+        return candidate_room(client, request, traits, in_tree=root)
+
+    room = {}
+    if len(roots) <= 1:
+        rooms = [read(root) for root in roots]
+    else:
+        with concurrent.futures.ThreadPoolExecutor(
+                max_workers=min(max_workers, len(roots))) as pool:
+            rooms = list(pool.map(read, roots))
+    for one in rooms:
+        room.update(one)
+    return room

@@ -73,7 +73,7 @@ from placement_quota.placement import client as placement_client
 LOG = logging.getLogger(__name__)
 
 #: The trait of a provider sharing its inventory through aggregates.
-SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
+SHARING_TRAIT = capacity.SHARING_TRAIT
 #: Unchanged providers whose usages each refresh reads again, in turn (see
 #: the module docstring: frees do not move generations); one call each.
 RESYNC_BATCH = 8

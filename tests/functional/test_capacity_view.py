@@ -22,6 +22,7 @@ import os
 import time
 import uuid
 
+import fixtures
 import hypothesis
 from hypothesis import strategies as st
 import testtools
@@ -152,6 +153,33 @@ class ViewTestCase(SharedView, testtools.TestCase):
             return None
         return consumer
 
+    def build(self, cloud, request):
+        """The providers of ``cloud`` (of :func:`providers`) on classes of
+        their own; ``(size, traits, {root: its tree's UUIDs})`` of
+        ``request`` (of :func:`requests`)."""
+        names = self.classes(3)
+        trees = {}
+        for spec in cloud:
+            rp = self.provider({names[i]: inv for i, inv in
+                                spec['inventories'].items()}, spec['traits'])
+            trees[rp] = {rp}
+            if spec['child']:
+                trees[rp].add(self.provider(
+                    {names[2]: {'total': 4}}, spec['child_traits'],
+                    parent=rp))
+            for i, amount in spec['allocations']:
+                inventory = spec['inventories'].get(i)
+                if inventory and inventory['min_unit'] <= amount <= \
+                        inventory['max_unit'] and \
+                        not amount % inventory['step_size']:
+                    # (Others Placement refuses: no call for them.)
+                    self.allocate(rp, **{names[i]: amount})
+        first, second, traits = request
+        size = {names[0]: first}
+        if second:
+            size[names[1]] = second
+        return size, traits, trees
+
     def assertAgrees(self, request, traits=None):
         live = capacity.candidate_room(self.client, request, traits)
         self.assertEqual(live, self.view.room(request, traits))
@@ -166,24 +194,7 @@ class TestCapacityView(ViewTestCase):
                       requests())
     def test_room_equals_allocation_candidates_on_random_clouds(
             self, cloud, request):
-        names = self.classes(3)
-        for spec in cloud:
-            rp = self.provider({names[i]: inv for i, inv in
-                                spec['inventories'].items()}, spec['traits'])
-            if spec['child']:
-                self.provider({names[2]: {'total': 4}}, spec['child_traits'],
-                              parent=rp)
-            for i, amount in spec['allocations']:
-                inventory = spec['inventories'].get(i)
-                if inventory and inventory['min_unit'] <= amount <= \
-                        inventory['max_unit'] and \
-                        not amount % inventory['step_size']:
-                    # (Others Placement refuses: no call for them.)
-                    self.allocate(rp, **{names[i]: amount})
-        first, second, traits = request
-        size = {names[0]: first}
-        if second:
-            size[names[1]] = second
+        size, traits, _ = self.build(cloud, request)
         self.view.refresh()
         self.assertAgrees(size, traits)
 
@@ -386,3 +397,62 @@ class TestFilterLendsItsView(ledger_helpers.PlacementHelpers,
         self.addCleanup(self.filter.close)
         view = self.filter.capacity_view(self.placement_client)
         self.assertIs(view, self.filter.host_resources.view)
+
+
+class TestTreeRoom(ViewTestCase):
+    """The live capacity of a few named hosts, read tree by tree
+    (``in_tree``), is what one read across the cloud says of those
+    trees."""
+
+    @hypothesis.settings(max_examples=20, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(st.lists(providers(), min_size=1, max_size=4),
+                      requests(), st.data())
+    def test_tree_by_tree_equals_the_whole_cloud_on_random_clouds(
+            self, cloud, request, data):
+        size, traits, trees = self.build(cloud, request)
+        chosen = data.draw(st.sets(st.sampled_from(sorted(trees)),
+                                   min_size=1))
+        members = set().union(*(trees[root] for root in chosen))
+        whole = capacity.candidate_room(self.client, size, traits)
+        by_tree = capacity.tree_room(self.client, size, traits, chosen)
+        self.assertEqual(
+            {u: room for u, room in whole.items() if u in members},
+            by_tree)
+
+    def test_a_sharing_provider_means_the_whole_cloud_is_read(self):
+        rc, = self.classes(1)
+        host = self.provider({rc: {'total': 10}})
+        shared = self.provider({rc: {'total': 100}},
+                               [capacity_view.SHARING_TRAIT])
+        self.addCleanup(self.other.delete,
+                        '/resource_providers/%s' % shared)
+        self.assertIsNone(capacity.tree_room(self.client, {rc: 1}, None,
+                                             [host]))
+
+    def test_a_sharing_provider_of_other_classes_changes_nothing(self):
+        rc, other = self.classes(2)
+        host = self.provider({rc: {'total': 10}})
+        shared = self.provider({other: {'total': 100}},
+                               [capacity_view.SHARING_TRAIT])
+        self.addCleanup(self.other.delete,
+                        '/resource_providers/%s' % shared)
+        self.assertEqual({host: {rc: 10}}, capacity.tree_room(
+            self.client, {rc: 1}, None, [host]))
+
+    def test_one_candidates_call_a_tree(self):
+        rc, = self.classes(1)
+        hosts_ = [self.provider({rc: {'total': 10}}) for _ in range(3)]
+        urls = []
+        get = self.client.get
+
+        def spy(url, *args, **kwargs):
+            urls.append(url)
+            return get(url, *args, **kwargs)
+        self.useFixture(fixtures.MockPatchObject(self.client, 'get', spy))
+        room = capacity.tree_room(self.client, {rc: 1}, None, hosts_[:2])
+        self.assertEqual(
+            ({h: {rc: 10} for h in hosts_[:2]},
+             sorted('in_tree=%s' % h for h in hosts_[:2])),
+            (room, sorted(u.rsplit('&', 1)[1] for u in urls
+                          if u.startswith('/allocation_candidates'))))
