@@ -74,6 +74,7 @@ def main(argv=None):
     def on_ready(srv):
         print(embedded.LISTENING, srv.url, flush=True)
 
+    wsgi_server.freeze_heap()  # as placement-quota serve does
     try:
         server.serve_forever(on_ready=on_ready)
     except KeyboardInterrupt:
