@@ -60,6 +60,8 @@ CONSISTENT_READ_ATTEMPTS = 5
 MAX_WORKERS = 8
 #: The trait of a provider sharing its inventory through aggregates.
 SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
+#: The microversion of ``in_tree`` in ``GET /allocation_candidates``.
+IN_TREE_VERSION = (1, 31)
 
 
 # --- project usages ----------------------------------------------------------
@@ -428,8 +430,11 @@ def tree_room(client: placement_client.PlacementClient,
     ``in_tree`` leaves sharing providers out, so when the cloud has one
     with inventory of a requested class (one call to list the sharing
     providers, one for the inventories of each) the answer is None and
-    the caller reads the whole cloud instead.
+    the caller reads the whole cloud instead. None too from a Placement
+    older than :data:`IN_TREE_VERSION`.
     """
+    if not client.supports(IN_TREE_VERSION):
+        return None
     found = client.get('/resource_providers?required=%s' % SHARING_TRAIT)
     for provider in found['resource_providers']:
         inventories = client.get('/resource_providers/%s/inventories'

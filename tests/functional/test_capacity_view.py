@@ -456,3 +456,11 @@ class TestTreeRoom(ViewTestCase):
              sorted('in_tree=%s' % h for h in hosts_[:2])),
             (room, sorted(u.rsplit('&', 1)[1] for u in urls
                           if u.startswith('/allocation_candidates'))))
+
+    def test_a_placement_without_in_tree_is_read_across_the_cloud(self):
+        rc, = self.classes(1)
+        host = self.provider({rc: {'total': 10}})
+        client = placement_client.PlacementClient.from_endpoint(
+            self.shared_placement.endpoint, embedded.NOAUTH_HEADERS)
+        client._version = (1, 30)  # as a Placement offering no more
+        self.assertIsNone(capacity.tree_room(client, {rc: 1}, None, [host]))
