@@ -64,6 +64,22 @@ SHARING_TRAIT = 'MISC_SHARES_VIA_AGGREGATE'
 IN_TREE_VERSION = (1, 31)
 
 
+def read_all(read: typing.Callable, items: typing.Iterable,
+             max_workers: int = MAX_WORKERS,
+             inline_up_to: int = 1) -> list:
+    """``[read(item) for item in items]``, the reads made concurrently by
+    at most ``max_workers`` threads; with at most ``inline_up_to`` items,
+    in the calling thread (no pool of threads competing with the
+    decisions of this process for the interpreter). The first exception
+    of a read is raised."""
+    items = list(items)
+    if len(items) <= inline_up_to:
+        return [read(item) for item in items]
+    with concurrent.futures.ThreadPoolExecutor(
+            max_workers=max(1, min(max_workers, len(items)))) as pool:
+        return list(pool.map(read, items))
+
+
 # --- project usages ----------------------------------------------------------
 
 
@@ -346,9 +362,8 @@ def instances_that_fit_on_hosts(
     uuids = list(dict.fromkeys(provider_uuids))
     if not uuids:
         return HostsFit({}, 0, {})
-    with concurrent.futures.ThreadPoolExecutor(
-            max_workers=max(1, min(max_workers, len(uuids)))) as pool:
-        read = list(pool.map(lambda u: provider_capacity(client, u), uuids))
+    read = read_all(lambda u: provider_capacity(client, u), uuids,
+                    max_workers)
     capacities = dict(zip(uuids, read))
     per_host = {u: instances_that_fit(capacities[u], request) for u in uuids}
     return HostsFit(per_host, sum(per_host.values()), capacities)
@@ -441,18 +456,9 @@ def tree_room(client: placement_client.PlacementClient,
                                  % provider['uuid'])['inventories']
         if set(inventories) & set(request):
             return None
-    roots = sorted(roots)
-
-    def read(root):
-        return candidate_room(client, request, traits, in_tree=root)
-
     room = {}
-    if len(roots) <= 1:
-        rooms = [read(root) for root in roots]
-    else:
-        with concurrent.futures.ThreadPoolExecutor(
-                max_workers=min(max_workers, len(roots))) as pool:
-            rooms = list(pool.map(read, roots))
-    for one in rooms:
+    for one in read_all(lambda root: candidate_room(
+            client, request, traits, in_tree=root), sorted(roots),
+            max_workers):
         room.update(one)
     return room

@@ -59,7 +59,6 @@ aggregates the view does not follow), the answer is None: the caller must
 read Placement live.
 """
 
-import concurrent.futures
 import dataclasses
 import threading
 import time
@@ -255,14 +254,9 @@ class CapacityView:
         if not listed:
             return []
         self.reads += len(listed)
-        if len(listed) <= self.max_workers:
-            # A usual refresh: a few reads, no pool of threads competing
-            # with the decisions of this process for the interpreter.
-            return [read(entry) for entry in listed]
-        with concurrent.futures.ThreadPoolExecutor(
-                max_workers=max(1, min(self.max_workers,
-                                       len(listed)))) as pool:
-            return list(pool.map(read, listed))
+        # A usual refresh, a few reads: no pool of threads.
+        return capacity.read_all(read, listed, self.max_workers,
+                                 inline_up_to=self.max_workers)
 
     def _usages(self, state):
         """``state`` with its usages read again (one call): a known

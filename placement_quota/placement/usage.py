@@ -22,7 +22,6 @@ the resource class ``VCPU``; ``servers`` is the number of consumers of type
 ``hosts``: counted by other services) has no usage in Placement: 0.
 """
 
-import concurrent.futures
 import re
 
 from oslo_log import log as logging
@@ -75,14 +74,7 @@ class PlacementUsage:
         project_ids = list(project_ids)
         if not project_ids:
             return {}
-        if len(project_ids) == 1:   # no thread pool for one read
-            project_id = project_ids[0]
-            return {project_id: amounts(capacity.project_usages(
-                self.client, project_id), resources)}
-        workers = max(1, min(self.max_workers, len(project_ids)))
-        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-            read = pool.map(
-                lambda p: capacity.project_usages(self.client, p),
-                project_ids)
-            return {p: amounts(u, resources)
-                    for p, u in zip(project_ids, read)}
+        read = capacity.read_all(
+            lambda p: capacity.project_usages(self.client, p), project_ids,
+            self.max_workers)
+        return {p: amounts(u, resources) for p, u in zip(project_ids, read)}
