@@ -43,14 +43,12 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-import requests  # noqa: E402
 
 from placement_quota.api import app as api_app  # noqa: E402
 from placement_quota import conf as pq_conf  # noqa: E402
@@ -100,18 +98,8 @@ def body(project_id, i):
 
 def phase(url, projects, count):
     """Latencies (ms) and statuses of ``count`` check-creates."""
-    session = requests.Session()
-    timings, statuses = [], {}
-    for i in range(count):
-        payload = json.dumps(body(projects[i % len(projects)], i))
-        began = time.perf_counter()
-        response = session.post(url + '/v1/check-create', data=payload,
-                                headers={'Content-Type': 'application/json'},
-                                timeout=60)
-        timings.append((time.perf_counter() - began) * 1000)
-        statuses[response.status_code] = statuses.get(
-            response.status_code, 0) + 1
-    return timings, statuses
+    return common.time_check_creates(url, (
+        body(projects[i % len(projects)], i) for i in range(count)))
 
 
 def main(argv=None):

@@ -60,7 +60,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-import requests  # noqa: E402
 
 from placement_quota.api import app as api_app  # noqa: E402
 from placement_quota import conf as pq_conf  # noqa: E402
@@ -197,26 +196,22 @@ def configure(directory, endpoint, connection, paths):
 
 
 def measure_latency(url, projects, hosts, count, rng):
-    session = requests.Session()
     names = sorted(projects)
-    timings, statuses = [], {}
-    for i in range(count):
-        start = START + datetime.timedelta(hours=rng.randrange(0, 24 * 365))
-        end = start + datetime.timedelta(hours=rng.randint(1, 72))
-        reservation = (instance_reservation(rng, hosts) if i % 2
-                       else host_reservation(rng, hosts))
-        body = json.dumps({
-            'context': {'project_id': rng.choice(names), 'user_id': 'u'},
-            'lease': {'start_date': start.isoformat(),
-                      'end_date': end.isoformat(), 'name': 'bench-%d' % i,
-                      'reservations': [reservation]}})
-        began = time.perf_counter()
-        response = session.post(url + '/v1/check-create', data=body,
-                                timeout=60)
-        timings.append((time.perf_counter() - began) * 1000)
-        statuses[response.status_code] = statuses.get(
-            response.status_code, 0) + 1
-    return timings, statuses
+
+    def bodies():
+        for i in range(count):
+            start = START + datetime.timedelta(
+                hours=rng.randrange(0, 24 * 365))
+            end = start + datetime.timedelta(hours=rng.randint(1, 72))
+            reservation = (instance_reservation(rng, hosts) if i % 2
+                           else host_reservation(rng, hosts))
+            yield {'context': {'project_id': rng.choice(names),
+                               'user_id': 'u'},
+                   'lease': {'start_date': start.isoformat(),
+                             'end_date': end.isoformat(),
+                             'name': 'bench-%d' % i,
+                             'reservations': [reservation]}}
+    return common.time_check_creates(url, bodies())
 
 
 def wait_for_view(chain, timeout=600):
