@@ -41,6 +41,7 @@ from placement_quota.limits import enforcer as enforcer_mod
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
 from placement_quota.placement import client as placement_client
+from placement_quota.placement import directory
 from placement_quota.placement import hosts
 
 
@@ -170,7 +171,16 @@ class Services:
         if not self.conf.ledger.count_host_resources:
             return None
         return self._once('host_resources', lambda: hosts.HostResources(
-            self.placement, ttl=self.conf.ledger.host_resources_cache_ttl))
+            self.placement, ttl=self.conf.ledger.host_resources_cache_ttl,
+            directory=self.provider_directory))
+
+    @property
+    def provider_directory(self):
+        """Provider names to UUIDs and the sharing providers' classes
+        (:class:`~placement_quota.placement.directory.ProviderDirectory`),
+        from :attr:`placement`."""
+        return self._once('provider_directory', lambda: (
+            directory.ProviderDirectory(self.placement)))
 
     @property
     def flavors(self):

@@ -149,8 +149,6 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
 
     def __init__(self, conf, services=None):
         super().__init__(conf, services)
-        # Provider name -> UUID: a compute node keeps both for life.
-        self._uuids = {}
         # The local view of the providers, made at the first decision
         # with capacity_max_age > 0; its thread ends with this filter.
         self._view = None
@@ -211,7 +209,10 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         try:
             room = None
             if among is not None and len(among) <= MAX_TREE_READS:
-                room = capacity.tree_room(client, size, traits, among)
+                room = capacity.tree_room(
+                    client, size, traits, among,
+                    sharing=self.services.provider_directory.
+                    sharing_classes())
             if room is None:
                 room = capacity.candidate_room(client, size, traits)
         except placement_client.PlacementError as exc:
@@ -265,31 +266,23 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                 names.update(accounting.host_names(reservation))
         return sorted(names)
 
-    def _uuid(self, client, name):
-        uuid = self._uuids.get(name)
-        if uuid is None and self._view is not None:
-            # The view's listing names every provider: no call.
-            uuid = self._view.uuid_of(name)
-            if uuid is not None:
-                self._uuids[name] = uuid
-        if uuid is None:
-            found = client.get('/resource_providers?name=%s'
-                               % parse.quote(name, safe=''))
-            for rp in found['resource_providers']:
-                uuid = self._uuids[name] = rp['uuid']
-        return uuid
-
-    def _eligible(self, client, reservations):
+    def _eligible(self, reservations):
         """``{name: uuid}`` of the allocated hosts, or None for every
-        compute node."""
+        compute node. The UUIDs come from the capacity view's listing when
+        it names the host, else from the services' provider directory
+        (one listing of every provider, or a lookup of the name)."""
         names = self._allocated_hosts(reservations)
         if not names:
             return None
         uuids = {}
-        for name in names:
-            uuid = self._uuid(client, name)
-            if uuid is not None:
-                uuids[name] = uuid
+        if self._view is not None:
+            for name in names:
+                uuid = self._view.uuid_of(name)
+                if uuid is not None:
+                    uuids[name] = uuid
+        missing = [name for name in names if name not in uuids]
+        if missing:
+            uuids.update(self.services.provider_directory.uuids(missing))
         return uuids
 
     def prepare(self, context, lease):
@@ -301,7 +294,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
             return None
         flavors = ledger_base.lease_flavors(self, lease)
         client = self.services.placement
-        hosts = self._eligible(client, reservations)
+        hosts = self._eligible(reservations)
         among = None if hosts is None else set(hosts.values())
         sizes = {}
         for reservation in reservations:

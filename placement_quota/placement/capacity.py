@@ -428,11 +428,25 @@ def fit_in_room(room: typing.Mapping[str, int],
                for rc, amount in request.items() if amount)
 
 
+def sharing_classes(client: placement_client.PlacementClient
+                    ) -> typing.FrozenSet[str]:
+    """The resource classes some sharing provider
+    (``MISC_SHARES_VIA_AGGREGATE``) has inventory of: one call to list
+    them, one for the inventories of each."""
+    found = client.get('/resource_providers?required=%s' % SHARING_TRAIT)
+    classes = set()
+    for provider in found['resource_providers']:
+        classes.update(client.get('/resource_providers/%s/inventories'
+                                  % provider['uuid'])['inventories'])
+    return frozenset(classes)
+
+
 def tree_room(client: placement_client.PlacementClient,
               request: typing.Mapping[str, int],
               traits: typing.Optional[typing.Mapping[str, str]],
               roots: typing.Collection[str],
-              max_workers: int = MAX_WORKERS
+              max_workers: int = MAX_WORKERS,
+              sharing: typing.Optional[typing.AbstractSet[str]] = None
               ) -> typing.Optional[typing.Dict[str, typing.Dict[str, int]]]:
     """:func:`candidate_room` read tree by tree: one ``GET
     /allocation_candidates?in_tree=<root>`` for each of ``roots`` (in
@@ -443,19 +457,17 @@ def tree_room(client: placement_client.PlacementClient,
     on other trees), unless a sharing provider
     (``MISC_SHARES_VIA_AGGREGATE``) can lend a tree what it lacks:
     ``in_tree`` leaves sharing providers out, so when the cloud has one
-    with inventory of a requested class (one call to list the sharing
-    providers, one for the inventories of each) the answer is None and
-    the caller reads the whole cloud instead. None too from a Placement
-    older than :data:`IN_TREE_VERSION`.
+    with inventory of a requested class (``sharing``, the classes of
+    :func:`sharing_classes`, read now when not given) the answer is None
+    and the caller reads the whole cloud instead. None too from a
+    Placement older than :data:`IN_TREE_VERSION`.
     """
     if not client.supports(IN_TREE_VERSION):
         return None
-    found = client.get('/resource_providers?required=%s' % SHARING_TRAIT)
-    for provider in found['resource_providers']:
-        inventories = client.get('/resource_providers/%s/inventories'
-                                 % provider['uuid'])['inventories']
-        if set(inventories) & set(request):
-            return None
+    if sharing is None:
+        sharing = sharing_classes(client)
+    if set(sharing) & set(request):
+        return None
     room = {}
     for one in read_all(lambda root: candidate_room(
             client, request, traits, in_tree=root), sorted(roots),

@@ -14,8 +14,11 @@
 Blazar names a host by its hypervisor host name, which is also the name of
 the compute node's resource provider. A host's resources are its
 ``VCPU``, ``MEMORY_MB`` and ``DISK_GB`` inventories, ``total - reserved``
-(what an instance of the whole host can use). Two calls per host, cached
-for a configurable time; an unknown host has none. When the capacity
+(what an instance of the whole host can use). One call per host (its
+inventories; its UUID from the
+:class:`~placement_quota.placement.directory.ProviderDirectory`), the
+hosts of a lease read in parallel, cached for a configurable time; an
+unknown host has none. When the capacity
 policy keeps a local view of the providers
 (:mod:`~placement_quota.placement.capacity_view`, ``capacity_max_age``),
 a host it knows is answered from it, no call, as long as the view is no
@@ -28,9 +31,11 @@ admission looks them up in what was read (:class:`Prefetched`).
 
 import threading
 import time
-from urllib import parse
 
 from oslo_log import log as logging
+
+from placement_quota.placement import capacity
+from placement_quota.placement import directory as directory_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -42,8 +47,11 @@ class HostResources:
     """Callable ``hostname -> {'VCPU': n, 'MEMORY_MB': n, 'DISK_GB': n}``.
     """
 
-    def __init__(self, client, ttl=300, clock=time.monotonic):
+    def __init__(self, client, ttl=300, clock=time.monotonic,
+                 directory=None):
         self.client = client
+        self.directory = directory or directory_mod.ProviderDirectory(
+            client)
         self.ttl = ttl
         self.clock = clock
         self._cache = {}
@@ -71,9 +79,10 @@ class HostResources:
         return resources
 
     def prefetch(self, hostnames):
-        """A :class:`Prefetched` of ``hostnames``, read now."""
-        return Prefetched({name: self(name) for name in sorted(
-            set(hostnames))})
+        """A :class:`Prefetched` of ``hostnames``, read now (in
+        parallel)."""
+        names = sorted(set(hostnames))
+        return Prefetched(dict(zip(names, capacity.read_all(self, names))))
 
     def _from_view(self, hostname):
         """The host's resources from the view, or None (no view, too old
@@ -90,14 +99,11 @@ class HostResources:
 
     def _read(self, hostname):
         self.reads += 1
-        found = self.client.get('/resource_providers?name=%s'
-                                % parse.quote(hostname, safe=''))
-        providers = found.get('resource_providers') or []
-        if not providers:
+        uuid = self.directory.uuid(hostname)
+        if uuid is None:
             LOG.info('Host %s has no resource provider in Placement; it '
                      'counts only as a host.', hostname)
             return {}
-        uuid = providers[0]['uuid']
         inventories = self.client.get(
             '/resource_providers/%s/inventories' % uuid)['inventories']
         return {rc: inv['total'] - inv.get('reserved', 0)

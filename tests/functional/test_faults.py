@@ -327,7 +327,9 @@ class TestPlacementErrors(PlacementFaultTestCase):
             count_host_resources=('ledger', True))
         self.assertPlacementUnavailable(
             self.create(builders.hosts('h1')),
-            'Placement GET /resource_providers?name=h1 answered 500')
+            # The host's provider is first looked for in the listing of
+            # every provider.
+            'Placement GET /resource_providers answered 500')
 
 
 class TestPlacementBound(testtools.TestCase):

@@ -90,6 +90,16 @@ class TestPlacementCapacityFilter(ledger_helpers.PlacementHelpers,
                           name='b'))
         self.assertEqual(1, len(self.entries()))
 
+    def test_hosts_and_sharing_providers_are_not_read_again_by_each_lease(
+            self):
+        for name in ('a', 'b', 'c'):
+            self.create(lease(day(2), day(3), instances(
+                1, vcpus=4, hosts=self.both), name=name))
+        # One listing names both hosts; the sharing providers' classes
+        # are read once in their bound (a minute).
+        self.assertEqual({'listing': 1, 'name': 0, 'sharing': 1},
+                         self.services.provider_directory.calls)
+
     def test_leases_without_instances_do_not_read_placement(self):
         self.create(lease(day(2), day(3), hosts('x')))
         self.assertEqual((1, 0), (len(self.entries()),

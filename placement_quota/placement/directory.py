@@ -1,0 +1,146 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Which resource provider a host is, and which providers share.
+
+Blazar names a host by its hypervisor host name, the name of its compute
+node's resource provider; Placement calls take the provider's UUID. Looking
+one name up is a call (``GET /resource_providers?name=``, about 4 ms on
+the tests' Placement), so a lease naming two hosts not seen before paid
+two calls before its capacity could be read. :class:`ProviderDirectory`
+answers from one listing of every provider instead (``GET
+/resource_providers``: about 25 ms at 1,000 providers), listed when a name
+is missing and the last listing is older than ``relist_after`` seconds;
+a name still missing is then looked up alone (in parallel), so a compute
+node added since is found at once. A name Placement does not know costs
+its lookup each time (it is never remembered as missing). A compute node
+keeps its name and UUID for life; one deleted and created again under the
+same name is seen at the next listing.
+
+It also knows which resource classes the sharing providers
+(``MISC_SHARES_VIA_AGGREGATE``) hold, read at most every
+``sharing_max_age`` seconds (one call, and one per sharing provider):
+whether a lease's capacity can be read tree by tree
+(:func:`~placement_quota.placement.capacity.tree_room`) depends on it.
+That is configuration (an operator adds shared storage), not usage, and a
+stale answer errs towards refusing: a sharing provider not yet seen leaves
+out room it could lend (a lease may be refused that it would hold, never
+admitted beyond it), and one no longer sharing makes the decision read the
+whole cloud (exact).
+"""
+
+import threading
+import time
+import typing
+from urllib import parse
+
+from oslo_log import log as logging
+
+from placement_quota.placement import capacity
+
+LOG = logging.getLogger(__name__)
+
+#: Seconds between two listings of every provider made because a name was
+#: missing (a name missing sooner is looked up alone).
+RELIST_AFTER = 60.0
+#: Oldest, in seconds, the sharing providers' classes may be.
+SHARING_MAX_AGE = 60.0
+
+
+class ProviderDirectory:
+    """Provider name -> UUID, and the classes of the sharing providers."""
+
+    def __init__(self, client, relist_after: float = RELIST_AFTER,
+                 sharing_max_age: float = SHARING_MAX_AGE,
+                 clock=time.monotonic):
+        self.client = client
+        self.relist_after = relist_after
+        self.sharing_max_age = sharing_max_age
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._listing = threading.Lock()
+        self._uuids = {}
+        self._listed_at = None
+        self._sharing = None
+        #: Calls made, by kind (``listing``, ``name``, ``sharing``).
+        self.calls = {'listing': 0, 'name': 0, 'sharing': 0}
+
+    def uuids(self, names: typing.Iterable[str]) -> typing.Dict[str, str]:
+        """``{name: uuid}`` of ``names`` Placement has a provider of (a
+        name it has none of is left out)."""
+        names = sorted(set(names))
+        with self._lock:
+            found = {n: self._uuids[n] for n in names if n in self._uuids}
+        missing = [n for n in names if n not in found]
+        if not missing:
+            return found
+        with self._listing:
+            # One listing at a time: a decision arriving meanwhile waits
+            # for it, and finds its names in it.
+            listed = self._listing_due()
+            if listed:
+                self._list()
+        with self._lock:
+            found.update((n, self._uuids[n]) for n in missing
+                         if n in self._uuids)
+        missing = [n for n in missing if n not in found]
+        if listed or not missing:
+            # Just listed: a name missing now is not in Placement.
+            return found
+        for name, uuid in zip(missing, capacity.read_all(
+                self._look_up, missing, inline_up_to=1)):
+            if uuid is not None:
+                found[name] = uuid
+        return found
+
+    def uuid(self, name: str) -> typing.Optional[str]:
+        """The UUID of the provider named ``name``, or None."""
+        return self.uuids([name]).get(name)
+
+    def _listing_due(self):
+        with self._lock:
+            return (self._listed_at is None or
+                    self.clock() - self._listed_at >= self.relist_after)
+
+    def _list(self):
+        listed_at = self.clock()
+        listing = self.client.get('/resource_providers')
+        uuids = {rp['name']: rp['uuid']
+                 for rp in listing['resource_providers']}
+        with self._lock:
+            self.calls['listing'] += 1
+            self._uuids.update(uuids)
+            self._listed_at = listed_at
+        LOG.debug('Listed %d resource providers.', len(uuids))
+
+    def _look_up(self, name):
+        found = self.client.get('/resource_providers?name=%s'
+                                % parse.quote(name, safe=''))
+        with self._lock:
+            self.calls['name'] += 1
+            for rp in found['resource_providers']:
+                self._uuids[name] = rp['uuid']
+                return rp['uuid']
+        return None
+
+    def sharing_classes(self) -> typing.FrozenSet[str]:
+        """The resource classes some sharing provider has inventory of,
+        at most ``sharing_max_age`` seconds old."""
+        now = self.clock()
+        with self._lock:
+            cached = self._sharing
+        if cached is not None and now - cached[0] < self.sharing_max_age:
+            return cached[1]
+        classes = capacity.sharing_classes(self.client)
+        with self._lock:
+            self.calls['sharing'] += 1
+            self._sharing = (now, classes)
+        return classes

@@ -1,0 +1,165 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The provider directory against this process's real Placement: host
+names to provider UUIDs from one listing, a lookup for a name missing
+from it, and the classes of the sharing providers, each as old as its
+bound allows."""
+
+import uuid
+
+import testtools
+
+from placement_quota.placement import capacity
+from placement_quota.placement import client as placement_client
+from placement_quota.placement import directory
+from placement_quota.placement import embedded
+from tests.fixtures import placement as placement_fixtures
+
+
+class Clock:
+    """A monotonic clock the test moves."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+class DirectoryTestCase(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        placement = self.useFixture(placement_fixtures.PlacementInProcess())
+        self.client = placement_client.PlacementClient.from_endpoint(
+            placement.endpoint, embedded.NOAUTH_HEADERS)
+        self.clock = Clock()
+        self.directory = directory.ProviderDirectory(
+            self.client, relist_after=60, sharing_max_age=60,
+            clock=self.clock)
+
+    def provider(self, name=None, inventories=None, traits=()):
+        """A new provider; its ``(name, uuid)``."""
+        name = name or 'dir-%s' % uuid.uuid4().hex
+        rp = self.client.post('/resource_providers',
+                              json={'name': name}).json()
+        generation = rp['generation']
+        if inventories:
+            generation = self.client.put(
+                '/resource_providers/%s/inventories' % rp['uuid'], json={
+                    'resource_provider_generation': generation,
+                    'inventories': inventories}).json()[
+                'resource_provider_generation']
+        if traits:
+            self.client.put('/resource_providers/%s/traits' % rp['uuid'],
+                            json={'resource_provider_generation': generation,
+                                  'traits': sorted(traits)})
+        return name, rp['uuid']
+
+    def new_class(self):
+        name = 'CUSTOM_DIR_%s' % uuid.uuid4().hex.upper()
+        self.client.put('/resource_classes/%s' % name)
+        return name
+
+
+class TestNames(DirectoryTestCase):
+
+    def test_names_first_asked_are_found_in_one_listing(self):
+        hosts = dict(self.provider() for _ in range(3))
+        self.assertEqual(hosts, self.directory.uuids(hosts))
+        self.assertEqual({'listing': 1, 'name': 0, 'sharing': 0},
+                         self.directory.calls)
+
+    def test_a_listed_name_is_answered_without_a_call(self):
+        name, rp = self.provider()
+        self.directory.uuids([name])
+        self.assertEqual(rp, self.directory.uuid(name))
+        self.assertEqual({'listing': 1, 'name': 0, 'sharing': 0},
+                         self.directory.calls)
+
+    def test_a_host_added_after_the_listing_is_looked_up_by_name(self):
+        self.directory.uuids([self.provider()[0]])
+        name, rp = self.provider()
+        self.clock.now += 59
+        self.assertEqual(rp, self.directory.uuid(name))
+        self.assertEqual({'listing': 1, 'name': 1, 'sharing': 0},
+                         self.directory.calls)
+
+    def test_a_name_looked_up_is_remembered(self):
+        self.directory.uuids([self.provider()[0]])
+        name, rp = self.provider()
+        self.directory.uuid(name)
+        self.assertEqual(rp, self.directory.uuid(name))
+        self.assertEqual(1, self.directory.calls['name'])
+
+    def test_an_unknown_name_is_left_out(self):
+        self.assertEqual({}, self.directory.uuids(['no-such-host-dir']))
+
+    def test_an_unknown_name_is_looked_up_each_time_it_is_asked(self):
+        # Never remembered as missing: it may be created any time.
+        self.directory.uuids(['no-such-host-dir'])
+        self.directory.uuids(['no-such-host-dir'])
+        self.directory.uuids(['no-such-host-dir'])
+        self.assertEqual({'listing': 1, 'name': 2, 'sharing': 0},
+                         self.directory.calls)
+
+    def test_a_missing_name_lists_again_once_the_listing_is_old(self):
+        self.directory.uuids([self.provider()[0]])
+        name, rp = self.provider()
+        self.clock.now += 60
+        self.assertEqual(rp, self.directory.uuid(name))
+        self.assertEqual({'listing': 2, 'name': 0, 'sharing': 0},
+                         self.directory.calls)
+
+    def test_a_host_created_again_under_its_name_is_seen_at_the_next_listing(
+            self):
+        name, old = self.provider()
+        self.directory.uuids([name])
+        self.client.delete('/resource_providers/%s' % old)
+        _, new = self.provider(name)
+        self.clock.now += 60
+        self.directory.uuids(['no-such-host-dir'])  # a miss lists again
+        self.assertEqual(new, self.directory.uuid(name))
+
+
+class TestSharingClasses(DirectoryTestCase):
+
+    def sharing(self, *classes):
+        return self.provider(
+            inventories={rc: {'total': 100} for rc in classes},
+            traits=[capacity.SHARING_TRAIT])
+
+    def test_the_classes_of_every_sharing_provider(self):
+        a, b = self.new_class(), self.new_class()
+        self.sharing(a)
+        self.sharing(b)
+        self.assertTrue({a, b} <= self.directory.sharing_classes())
+
+    def test_a_provider_without_the_trait_does_not_share(self):
+        own = self.new_class()
+        self.provider(inventories={own: {'total': 100}})
+        self.assertNotIn(own, self.directory.sharing_classes())
+
+    def test_the_classes_are_read_once_within_their_bound(self):
+        self.directory.sharing_classes()
+        self.clock.now += 59
+        self.directory.sharing_classes()
+        self.assertEqual(1, self.directory.calls['sharing'])
+
+    def test_a_sharing_provider_added_is_seen_once_the_bound_passed(self):
+        self.directory.sharing_classes()
+        late = self.new_class()
+        self.sharing(late)
+        self.clock.now += 59
+        self.assertNotIn(late, self.directory.sharing_classes())
+        self.clock.now += 1
+        self.assertIn(late, self.directory.sharing_classes())
