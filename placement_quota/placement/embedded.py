@@ -33,9 +33,13 @@ module globals, so there is one embedded Placement per process:
 :func:`get_app` is a thread-safe process singleton. (``placement`` is
 imported only when it is first needed: that takes about a second.)
 
-A SQLite file is put in WAL mode and its transactions made ``BEGIN
+A SQLite file is put in WAL mode and the transactions of requests that
+may write (every method but ``GET``, ``HEAD`` and ``OPTIONS``) made ``BEGIN
 IMMEDIATE`` so that concurrent writes through a threaded server queue
-instead of failing with "database is locked". In-memory SQLite
+instead of failing with "database is locked"; reads keep a plain
+``BEGIN`` and run beside each other and beside a writer (WAL), where
+taking the write lock made two parallel reads slower than the same two
+in turn. In-memory SQLite
 (``sqlite://``) works but is one connection shared by all threads.
 
 Run it as a server (used by the ``PlacementServer`` test fixture)::
@@ -49,6 +53,7 @@ bound.
 
 import atexit
 import contextlib
+import contextvars
 import os
 import queue
 import shutil
@@ -146,23 +151,49 @@ def _prepare_sqlite_file(connection):
             db.execute('PRAGMA journal_mode=WAL')
 
 
+#: True while this thread serves a request that does not write
+#: (:func:`_reads_only`).
+_READING = contextvars.ContextVar('placement_embedded_reading',
+                                  default=False)
+#: The HTTP methods whose Placement handlers never write.
+READ_METHODS = frozenset(['GET', 'HEAD', 'OPTIONS'])
+
+
 def _begin_immediate(engine):
-    """Make every SQLite transaction take the write lock when it begins.
+    """Make the SQLite transactions of writing requests take the write
+    lock when they begin.
 
     oslo.db disables pysqlite's own transaction handling and emits a plain
     (deferred) ``BEGIN``. A transaction that reads and then writes (most
     Placement writes do) then fails at once with "database is locked" when
     another one wrote meanwhile, whatever the busy timeout. Rewriting that
     ``BEGIN`` as ``BEGIN IMMEDIATE`` makes transactions queue instead.
+    Those of a read-only request (:func:`_reads_only`) are left deferred:
+    in WAL mode they never wait for a writer nor for each other.
     """
     def before_cursor_execute(conn, cursor, statement, parameters, context,
                               executemany):
-        if statement == 'BEGIN':
+        if statement == 'BEGIN' and not _READING.get():
             statement = 'BEGIN IMMEDIATE'
         return statement, parameters
 
     sqlalchemy.event.listen(engine, 'before_cursor_execute',
                             before_cursor_execute, retval=True)
+
+
+def _reads_only(app):
+    """``app`` marking the requests of :data:`READ_METHODS` as reading
+    only while they are served (in the serving thread)."""
+    def wrapped(environ, start_response):
+        if environ.get('REQUEST_METHOD') not in READ_METHODS:
+            return app(environ, start_response)
+        token = _READING.set(True)
+        try:
+            # Placement's answers are lists of bytes, made in the call.
+            return list(app(environ, start_response))
+        finally:
+            _READING.reset(token)
+    return wrapped
 
 
 def get_app(connection, config_files=()):
@@ -206,6 +237,8 @@ def get_app(connection, config_files=()):
             if _is_sqlite_file(connection):
                 _begin_immediate(db_api.get_placement_engine())
             app = deploy.loadapp(conf)
+            if _is_sqlite_file(connection):
+                app = _reads_only(app)
         except Exception as e:
             _failure = '%s on %s: %s' % (
                 type(e).__name__, _shown(connection), e)

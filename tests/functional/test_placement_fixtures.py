@@ -12,12 +12,14 @@
 """The real Placement behind our fixtures, in-process and as a server."""
 
 from concurrent import futures
+import sqlite3
 import uuid
 
 import fixtures
 from keystoneauth1 import adapter
 from keystoneauth1 import session
 import requests
+import sqlalchemy.engine
 import testtools
 
 from placement_quota.placement import embedded
@@ -149,6 +151,20 @@ class TestEmbeddedGetApp(testtools.TestCase):
         error = self.assertRaises(RuntimeError, embedded.get_app, other)
         self.assertIn(other, str(error))
         self.assertIn(embedded.loaded_connection(), str(error))
+
+    def test_a_read_is_answered_while_another_writer_holds_the_database(
+            self):
+        # A read takes no write lock: it does not wait for the writer
+        # (with it, it would wait for the busy timeout and answer 500).
+        placement = self.useFixture(placement_fixtures.PlacementInProcess())
+        path = sqlalchemy.engine.make_url(
+            embedded.loaded_connection()).database
+        holder = sqlite3.connect(path, isolation_level=None)
+        self.addCleanup(holder.close)
+        holder.execute('BEGIN IMMEDIATE')
+        self.addCleanup(holder.execute, 'ROLLBACK')
+        response = _client(placement).get('/resource_providers')
+        self.assertEqual(200, response.status_code, response.text)
 
     def test_returns_the_same_app_for_the_same_connection(self):
         app = self.useFixture(placement_fixtures.PlacementInProcess()).app
