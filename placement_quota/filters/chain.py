@@ -35,10 +35,9 @@ lists every fault with its answer and time bound.
 """
 
 import contextlib
+import functools
 import importlib
 import inspect
-import threading
-import time
 
 from keystoneauth1 import exceptions as ks_exceptions
 from oslo_config import cfg
@@ -47,10 +46,11 @@ from sqlalchemy import exc as sa_exc
 import stevedore
 
 from placement_quota.compute import quotas as nova_quotas
+from placement_quota import concurrency
 from placement_quota.conf import enforcement as enforcement_conf
 from placement_quota.filters import base
+from placement_quota.filters import exemptions as exemptions_mod
 from placement_quota.filters import ledger_base
-from placement_quota.identity import projects
 from placement_quota import lease as lease_model
 from placement_quota.ledger import admission as admission_mod
 from placement_quota.ledger import errors as ledger_errors
@@ -59,9 +59,6 @@ from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
-
-# A failed name@domain resolution is retried at most this often.
-_RETRY_FAILED_RESOLUTION = 10
 
 
 class FilterLoadError(Exception):
@@ -303,89 +300,14 @@ def load_filters(conf, services=None):
     return filters
 
 
-class Exemptions:
-    """``[enforcement] exempted_projects``: IDs, or ``name@domain``.
-
-    Names are resolved lazily (the service starts even when Keystone does
-    not answer yet), refreshed every ``exempted_projects_refresh`` seconds,
-    and a failed resolution keeps the last good answer.
-    """
-
-    def __init__(self, conf, resolver_factory=None):
-        self.conf = conf
-        entries = [e.strip() for e in conf.enforcement.exempted_projects
-                   if e.strip()]
-        self.ids = frozenset(e for e in entries if '@' not in e)
-        self.names = tuple(tuple(e.rsplit('@', 1)) for e in entries
-                           if '@' in e)
-        for name, domain in self.names:
-            if not name or not domain:
-                raise ValueError(
-                    '[enforcement] exempted_projects entry %r must be a '
-                    'project ID or name@domain with both parts'
-                    % ('%s@%s' % (name, domain)))
-        self._resolver_factory = resolver_factory or _keystone_resolver
-        self._resolver = None
-        self._resolved = None
-        self._next_resolution = 0.0
-        self._attempted = False
-        self._lock = threading.Lock()
-
-    def __contains__(self, project_id):
-        if project_id in self.ids:
-            return True
-        if not self.names:
-            return False
-        return project_id in self._resolved_ids()
-
-    def _resolved_ids(self):
-        if time.monotonic() < self._next_resolution:
-            # None until a resolution succeeded: nobody is exempted by
-            # name then.
-            return self._resolved or frozenset()
-        # The first attempt is waited for; later ones (a refresh, or a
-        # retry after a failure) are made by one thread while the others
-        # go on with the last known answer: a Keystone that does not
-        # answer holds back one request per retry, not all of them.
-        if self._lock.acquire(blocking=not self._attempted):
-            try:
-                if time.monotonic() >= self._next_resolution:
-                    self._resolve()
-            finally:
-                self._lock.release()
-        return self._resolved or frozenset()
-
-    def _resolve(self):
-        self._attempted = True
-        refresh = self.conf.enforcement.exempted_projects_refresh
-        try:
-            if self._resolver is None:
-                self._resolver = self._resolver_factory(self.conf)
-            resolved = set()
-            for name, domain in self.names:
-                project_id = self._resolver(name, domain)
-                if project_id is None:
-                    LOG.warning('Exempted project %s@%s does not exist in '
-                                'Keystone; it is not exempted.', name, domain)
-                else:
-                    resolved.add(project_id)
-        except Exception as exc:
-            LOG.error('Cannot resolve exempted projects %s through Keystone '
-                      '(%s); retrying in %d seconds.',
-                      ', '.join('@'.join(n) for n in self.names), exc,
-                      _RETRY_FAILED_RESOLUTION)
-            self._next_resolution = (time.monotonic() +
-                                     _RETRY_FAILED_RESOLUTION)
-            return
-        self._resolved = frozenset(resolved)
-        self._next_resolution = (time.monotonic() + refresh if refresh
-                                 else float('inf'))
-        LOG.info('Exempted projects resolved: %s',
-                 ', '.join(sorted(self._resolved)) or 'none')
+def _prepares(filter_):
+    """Whether ``filter_`` has a prepare step of its own."""
+    return type(filter_).prepare is not ledger_base.LedgerFilter.prepare
 
 
-def _keystone_resolver(conf):
-    return projects.ProjectResolver(conf).project_id
+def _prepare(filter_, context, lease, flavors):
+    with ledger_base.flavors_prefetched(flavors):
+        return filter_.prepare(context, lease)
 
 
 class FilterChain:
@@ -397,7 +319,8 @@ class FilterChain:
         self.filters = (load_filters(conf, services) if filters is None
                         else filters)
         try:
-            self.exemptions = (Exemptions(conf) if exemptions is None
+            self.exemptions = (exemptions_mod.Exemptions(conf)
+                               if exemptions is None
                                else exemptions)
         except ValueError as exc:
             raise FilterLoadError(str(exc))
@@ -449,7 +372,6 @@ class FilterChain:
             yield None
             return
         locks = []
-        prepared = {}
         flavors = None
         counting = [f for f in ledger_filters
                     if getattr(f, 'uses_flavors', False)]
@@ -458,33 +380,34 @@ class FilterChain:
             # flavors' sizes (ledger_base.lease_flavors finds them).
             flavors = self._prefetch(counting[0], kind, context, lease)
         for filter_ in ledger_filters:
-            try:
+            with self._preparing(filter_, kind, context):
                 names = list(filter_.ledger_locks(context))
                 if kind != admission_mod.ON_END:
                     names += filter_.lease_locks(lease)
-                    with ledger_base.flavors_prefetched(flavors):
-                        prepared[filter_] = filter_.prepare(context, lease)
-            except (base.EnforcementDenied, lease_model.PayloadError):
-                raise
-            except Exception as exc:
-                message = outage(exc, filter_.ledger)
-                if message is not None:
-                    LOG.error('Enforcement filter %s gave %s of project %s '
-                              'up before the ledger admission: %s',
-                              filter_.name, kind, context.project_id,
-                              message)
-                    raise ServiceUnavailable(message) from exc
-                LOG.exception('Enforcement filter %s cannot prepare its '
-                              'ledger admission', filter_.name)
-                raise FilterError(filter_.name, exc) from exc
             locks.extend(n for n in names if n not in locks)
         first = ledger_filters[0]
+        prepared, host_resources = {}, concurrency.Outcome(None, None)
+        if kind != admission_mod.ON_END:
+            # The prepare steps and the hosts' read wait on other
+            # services: side by side, before any lock is taken.
+            preparing = [f for f in ledger_filters if _prepares(f)]
+            calls = [functools.partial(_prepare, f, context, lease, flavors)
+                     for f in preparing]
+            read_hosts = functools.partial(ledger_base.prefetch_hosts,
+                                           first.host_resources, lease)
+            if lease.reservations_of(lease_model.HOST):
+                calls.append(read_hosts)
+            outcomes = concurrency.side_by_side(calls)
+            if len(outcomes) > len(preparing):
+                host_resources = outcomes.pop()
+            else:  # no host to read: nothing waits
+                host_resources = concurrency.Outcome(read_hosts(), None)
+            for filter_, outcome in zip(preparing, outcomes):
+                with self._preparing(filter_, kind, context):
+                    prepared[filter_] = outcome.get()
         try:
             # The ledger takes the locks in its own order (ledger/locks.py)
-            host_resources = None
-            if kind != admission_mod.ON_END:
-                host_resources = ledger_base.prefetch_hosts(
-                    first.host_resources, lease)
+            host_resources = host_resources.get()
             with ledger_base.ledger_denials():
                 with admission_mod.admit(
                         first.ledger, kind, context, lease, current_lease,
@@ -507,6 +430,26 @@ class FilterChain:
             LOG.exception('The ledger failed during %s for project %s', kind,
                           context.project_id)
             raise FilterError('ledger', exc) from exc
+
+    @contextlib.contextmanager
+    def _preparing(self, filter_, kind, context):
+        """Errors of ``filter_`` before the ledger admission (its locks'
+        names, its prepare step) as :class:`ServiceUnavailable` when a
+        service is down, else :class:`FilterError`."""
+        try:
+            yield
+        except (base.EnforcementDenied, lease_model.PayloadError):
+            raise
+        except Exception as exc:
+            message = outage(exc, filter_.ledger)
+            if message is not None:
+                LOG.error('Enforcement filter %s gave %s of project %s '
+                          'up before the ledger admission: %s',
+                          filter_.name, kind, context.project_id, message)
+                raise ServiceUnavailable(message) from exc
+            LOG.exception('Enforcement filter %s cannot prepare its '
+                          'ledger admission', filter_.name)
+            raise FilterError(filter_.name, exc) from exc
 
     def _prefetch(self, filter_, kind, context, lease):
         """The flavors of ``lease`` (ledger_base.prefetch_flavors), Nova

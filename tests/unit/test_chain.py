@@ -19,6 +19,7 @@ from placement_quota import conf as pq_conf
 from placement_quota import filters
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
+from placement_quota.filters import exemptions as exemptions_mod
 from placement_quota import services as services_mod
 from tests import spec_examples as spec
 
@@ -188,7 +189,7 @@ class TestExemptions(ChainTestCase):
         self.conf.set_override('exempted_projects_refresh', refresh,
                                'enforcement')
         factory = resolver.factory if resolver else None
-        return chain_mod.Exemptions(self.conf, resolver_factory=factory)
+        return exemptions_mod.Exemptions(self.conf, resolver_factory=factory)
 
     def test_exempted_project_id_skips_every_filter(self):
         exemptions = self.exemptions([spec.CONTEXT['project_id']])

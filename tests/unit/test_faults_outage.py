@@ -25,6 +25,7 @@ from placement_quota.compute import quotas
 from placement_quota import conf as pq_conf
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
+from placement_quota.filters import exemptions as exemptions_mod
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources
 from placement_quota.placement import client as placement_client
@@ -264,8 +265,8 @@ class TestExemptionsWhileKeystoneIsDown(ChainTestCase):
     def exemptions(self, resolver):
         self.conf.set_override('exempted_projects', ['demo@Default'],
                                'enforcement')
-        return chain_mod.Exemptions(self.conf,
-                                    resolver_factory=resolver.factory)
+        return exemptions_mod.Exemptions(self.conf,
+                                         resolver_factory=resolver.factory)
 
     def test_checks_after_a_failed_resolution_exempt_nobody(self):
         resolver = _FailingResolver()

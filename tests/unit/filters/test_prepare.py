@@ -196,3 +196,46 @@ class TestPlacementBeforeTheLock(ledger_helpers.PlacementHelpers,
         self.create(lease(day(2), day(3), hosts(self.host1)), via=chain)
         entry, = self.entries()
         self.assertEqual(8, entry.amounts['host:VCPU'])
+
+
+class MeetingPlacement(NotWhileLocked):
+    """Wraps a PlacementClient: a project usage read and a capacity read
+    each wait (5 s at most) until the other has started, so a request
+    making them one after the other fails."""
+
+    MEETING = ('/usages?', '/allocation_candidates?')
+
+    def __init__(self, client, test):
+        super().__init__(client, test)
+        self.meeting = threading.Barrier(2, timeout=5)
+
+    def request(self, *args, **kwargs):
+        if args[1].startswith(self.MEETING):
+            self.meeting.wait()
+        return super().request(*args, **kwargs)
+
+
+class TestPreparedSideBySide(ledger_helpers.PlacementHelpers,
+                             base.LedgerTestCase):
+    """The filters' prepare steps wait on other services: a chain makes
+    them at the same time, not one after the other."""
+
+    filter_class = capacity.PlacementCapacityFilter
+
+    def placement(self):
+        self.meeting = MeetingPlacement(self.in_process_placement(), self)
+        return self.meeting
+
+    def test_nova_quota_and_capacity_are_read_at_the_same_time(self):
+        host, _ = self.compute_node()
+        path = os.path.join(self.tmp, 'nova-limits.yaml')
+        with open(path, 'w') as f:
+            f.write('registered_limits: {class:VCPU: 100}\n')
+        self.set(nova_quota_source='file', nova_quota_limits_file=path,
+                 nova_quota_include_usage=True)
+        chain = self.chain('NovaQuotaFilter', 'PlacementCapacityFilter')
+        self.create(lease(day(2), day(3), instances(1, vcpus=4,
+                                                    hosts=[host])),
+                    via=chain)
+        self.assertEqual((1, False), (len(self.entries()),
+                                      self.meeting.meeting.broken))
