@@ -49,8 +49,12 @@ eligible hosts and their room, as Placement reports them then; the check
 under the locks adds the ledger's peaks to that. Read live, the room of
 a lease naming at most :data:`MAX_TREE_READS` hosts is read tree by tree
 (``GET /allocation_candidates?in_tree=<host>``, about 15 ms a call at
-1,000 hosts, in parallel), unless the cloud has a sharing provider, which
-``in_tree`` would leave out; otherwise one call across the cloud.
+1,000 hosts, in parallel), unless a sharing provider holds a requested
+class, which ``in_tree`` would leave out; otherwise one call across the
+cloud. The hosts' UUIDs and the sharing providers' classes come from the
+services' :class:`~placement_quota.placement.directory.ProviderDirectory`
+(one listing of every provider; the sharing classes at most a minute
+old).
 
 With ``capacity_max_age`` above 0 the room comes from a local view of the
 providers (:mod:`~placement_quota.placement.capacity_view`) at most that

@@ -37,6 +37,16 @@ from tests.unit.filters import base
 UNHELD = 1.0
 
 
+def nova_limits_from_file(test):
+    """NovaQuotaFilter's limits from a file (100 VCPU), its usage from
+    Placement."""
+    path = os.path.join(test.tmp, 'nova-limits.yaml')
+    with open(path, 'w') as f:
+        f.write('registered_limits: {class:VCPU: 100}\n')
+    test.set(nova_quota_source='file', nova_quota_limits_file=path,
+             nova_quota_include_usage=True)
+
+
 class Background:
     """A call in a thread; :attr:`error` is what it raised."""
 
@@ -179,11 +189,7 @@ class TestPlacementBeforeTheLock(ledger_helpers.PlacementHelpers,
         self.assertIn('Only 4 instances', message)
 
     def test_nova_quota_usage_is_read_before_locking(self):
-        path = os.path.join(self.tmp, 'nova-limits.yaml')
-        with open(path, 'w') as f:
-            f.write('registered_limits: {class:VCPU: 100}\n')
-        self.set(nova_quota_source='file', nova_quota_limits_file=path,
-                 nova_quota_include_usage=True)
+        nova_limits_from_file(self)
         chain = self.chain('NovaQuotaFilter', 'LeaseCountFilter')
         self.create(lease(day(2), day(3), instances(2, vcpus=4)),
                     via=chain)
@@ -228,11 +234,7 @@ class TestPreparedSideBySide(ledger_helpers.PlacementHelpers,
 
     def test_nova_quota_and_capacity_are_read_at_the_same_time(self):
         host, _ = self.compute_node()
-        path = os.path.join(self.tmp, 'nova-limits.yaml')
-        with open(path, 'w') as f:
-            f.write('registered_limits: {class:VCPU: 100}\n')
-        self.set(nova_quota_source='file', nova_quota_limits_file=path,
-                 nova_quota_include_usage=True)
+        nova_limits_from_file(self)
         chain = self.chain('NovaQuotaFilter', 'PlacementCapacityFilter')
         self.create(lease(day(2), day(3), instances(1, vcpus=4,
                                                     hosts=[host])),
