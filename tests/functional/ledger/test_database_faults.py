@@ -158,6 +158,35 @@ def signal_all(pids, signum):
             pass
 
 
+def _stopped(pid):
+    """Whether every thread of ``pid`` is stopped (or has ended)."""
+    try:
+        tasks = os.listdir('/proc/%d/task' % pid)
+    except FileNotFoundError:
+        return True
+    for task in tasks:
+        try:
+            with open('/proc/%d/task/%s/stat' % (pid, task)) as f:
+                # "pid (comm) S ...": the state follows the last ')'.
+                state = f.read().rsplit(')', 1)[1].split()[0]
+        except (FileNotFoundError, IndexError):
+            continue
+        if state not in ('T', 't', 'Z', 'X'):  # stopped, or ended
+            return False
+    return True
+
+
+def wait_stopped(pids, timeout=5.0):
+    """Wait until every thread of ``pids`` has taken its SIGSTOP (the
+    signal is delivered asynchronously: a thread busy on the other core
+    could still answer one more connection)."""
+    deadline = time.monotonic() + timeout
+    while not all(_stopped(pid) for pid in pids):
+        if time.monotonic() > deadline:
+            raise AssertionError('processes %s did not stop' % pids)
+        time.sleep(0.005)
+
+
 class Frozen:
     """Freezes the server of the mixed-in backend."""
 
@@ -178,6 +207,7 @@ class Frozen:
         pids = self.server_pids()
         self.addCleanup(self.thaw, pids)
         signal_all(pids, signal.SIGSTOP)
+        wait_stopped(pids)
         return pids
 
     @staticmethod
