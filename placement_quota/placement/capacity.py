@@ -446,7 +446,8 @@ def tree_room(client: placement_client.PlacementClient,
               traits: typing.Optional[typing.Mapping[str, str]],
               roots: typing.Collection[str],
               max_workers: int = MAX_WORKERS,
-              sharing: typing.Optional[typing.AbstractSet[str]] = None
+              sharing: typing.Optional[typing.AbstractSet[str]] = None,
+              read_flat: typing.Optional[typing.Callable] = None
               ) -> typing.Optional[typing.Dict[str, typing.Dict[str, int]]]:
     """:func:`candidate_room` read tree by tree: one ``GET
     /allocation_candidates?in_tree=<root>`` for each of ``roots`` (in
@@ -461,6 +462,11 @@ def tree_room(client: placement_client.PlacementClient,
     :func:`sharing_classes`, read now when not given) the answer is None
     and the caller reads the whole cloud instead. None too from a
     Placement older than :data:`IN_TREE_VERSION`.
+
+    ``read_flat(root)``, when given, answers for a tree first: the room
+    of a tree known to be one provider, read without the candidates call
+    (:func:`~placement_quota.placement.capacity_view.flat_room`), or None
+    to make the call.
     """
     if not client.supports(IN_TREE_VERSION):
         return None
@@ -468,9 +474,14 @@ def tree_room(client: placement_client.PlacementClient,
         sharing = sharing_classes(client)
     if set(sharing) & set(request):
         return None
+
+    def read(root):
+        found = read_flat(root) if read_flat is not None else None
+        if found is None:
+            found = candidate_room(client, request, traits, in_tree=root)
+        return found
+
     room = {}
-    for one in read_all(lambda root: candidate_room(
-            client, request, traits, in_tree=root), sorted(roots),
-            max_workers):
+    for one in read_all(read, sorted(roots), max_workers):
         room.update(one)
     return room

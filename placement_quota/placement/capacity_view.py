@@ -340,31 +340,69 @@ class CapacityView:
         :raises ValueError: as :func:`~placement_quota.placement.capacity.
             validate_request`.
         """
-        request = capacity.validate_request(request)
-        providers = self._providers
-        wanted = set(request)
-        required = {n for n, v in (traits or {}).items() if v == 'required'}
-        forbidden = {n for n, v in (traits or {}).items()
-                     if v == 'forbidden'}
-        trees = {}
-        for state in providers.values():
-            if among is not None and state.root not in among:
-                if SHARING_TRAIT in state.traits and \
-                        wanted.intersection(state.capacities):
-                    return None
-                continue
-            if wanted.intersection(state.capacities) and (
-                    state.parent is not None or
-                    SHARING_TRAIT in state.traits):
+        return room_of(self._providers, request, traits, among)
+
+
+def room_of(providers: typing.Mapping[str, ProviderState],
+            request: typing.Mapping[str, int],
+            traits: typing.Optional[typing.Mapping[str, str]] = None,
+            among: typing.Optional[typing.Collection[str]] = None
+            ) -> typing.Optional[typing.Dict[str, typing.Dict[str, int]]]:
+    """:meth:`CapacityView.room` of ``providers`` ({uuid:
+    :class:`ProviderState`}): the room of the candidates' trees for one
+    instance of ``request``, or None when it cannot be exact."""
+    request = capacity.validate_request(request)
+    wanted = set(request)
+    required = {n for n, v in (traits or {}).items() if v == 'required'}
+    forbidden = {n for n, v in (traits or {}).items()
+                 if v == 'forbidden'}
+    trees = {}
+    for state in providers.values():
+        if among is not None and state.root not in among:
+            if SHARING_TRAIT in state.traits and \
+                    wanted.intersection(state.capacities):
                 return None
-            trees.setdefault(state.root, []).append(state)
-        found = {}
-        for root_uuid, members in trees.items():
-            root = providers.get(root_uuid)
-            if root is None or required - root.traits or \
-                    forbidden & root.traits:
-                continue
-            if all(capacity.class_fit(root.capacities.get(rc), amount)
-                   for rc, amount in request.items()):
-                found.update((m.uuid, m.room()) for m in members)
-        return found
+            continue
+        if wanted.intersection(state.capacities) and (
+                state.parent is not None or
+                SHARING_TRAIT in state.traits):
+            return None
+        trees.setdefault(state.root, []).append(state)
+    found = {}
+    for root_uuid, members in trees.items():
+        root = providers.get(root_uuid)
+        if root is None or required - root.traits or \
+                forbidden & root.traits:
+            continue
+        if all(capacity.class_fit(root.capacities.get(rc), amount)
+               for rc, amount in request.items()):
+            found.update((m.uuid, m.room()) for m in members)
+    return found
+
+
+def flat_room(client: placement_client.PlacementClient,
+              request: typing.Mapping[str, int],
+              traits: typing.Optional[typing.Mapping[str, str]],
+              root: str) -> typing.Dict[str, typing.Dict[str, int]]:
+    """What ``GET /allocation_candidates?in_tree=<root>`` answers of a
+    tree that is one provider (a compute node without nested providers),
+    read live in two calls (its inventories and usages, at one
+    generation; a third for its traits when ``traits`` asks for some)
+    instead, and decided by the rules of :func:`room_of`. A provider
+    that is gone has no room.
+
+    A sharing provider holding a requested class is the caller's to rule
+    out (:func:`~placement_quota.placement.capacity.tree_room`)."""
+    try:
+        inventories, usages = capacity.read_provider(client, root)
+        found = frozenset()
+        if traits:
+            found = frozenset(client.get(
+                '/resource_providers/%s/traits' % root)['traits'])
+    except placement_client.NotFound:
+        return {}
+    state = ProviderState(
+        root, root, None, inventories['resource_provider_generation'],
+        capacity.combine(inventories['inventories'], usages['usages']),
+        found - {SHARING_TRAIT})
+    return room_of({root: state}, request, traits) or {}

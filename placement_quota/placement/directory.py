@@ -69,6 +69,7 @@ class ProviderDirectory:
         self._listing = threading.Lock()
         self._uuids = {}
         self._listed_at = None
+        self._tree_sizes = {}
         self._sharing = None
         #: Calls made, by kind (``listing``, ``name``, ``sharing``).
         self.calls = {'listing': 0, 'name': 0, 'sharing': 0}
@@ -115,11 +116,29 @@ class ProviderDirectory:
         listing = self.client.get('/resource_providers')
         uuids = {rp['name']: rp['uuid']
                  for rp in listing['resource_providers']}
+        sizes = {}
+        for rp in listing['resource_providers']:
+            root = rp.get('root_provider_uuid') or rp['uuid']
+            sizes[root] = sizes.get(root, 0) + 1
         with self._lock:
             self.calls['listing'] += 1
             self._uuids.update(uuids)
+            self._tree_sizes = sizes
             self._listed_at = listed_at
         LOG.debug('Listed %d resource providers.', len(uuids))
+
+    def is_flat(self, uuid: str) -> bool:
+        """Whether the provider ``uuid`` was a tree of its own, without
+        nested providers, at a listing at most ``relist_after`` seconds
+        old (listed again when older). A nested provider added since is
+        unseen until the next listing: the capacity read of such a tree
+        leaves its room out (a lease may be refused that it would hold,
+        never admitted beyond it)."""
+        with self._listing:
+            if self._listing_due():
+                self._list()
+        with self._lock:
+            return self._tree_sizes.get(uuid) == 1
 
     def _look_up(self, name):
         found = self.client.get('/resource_providers?name=%s'

@@ -66,23 +66,41 @@ class HostResources:
         self.view = view
 
     def __call__(self, hostname):
-        now = self.clock()
+        resources = self._known(hostname)
+        if resources is None:
+            resources = self._read_now(hostname)
+        return resources
+
+    def _known(self, hostname):
+        """The host's resources from the cache or the view, or None."""
         with self._lock:
             cached = self._cache.get(hostname)
-        if cached is not None and now - cached[0] < self.ttl:
+        if cached is not None and self.clock() - cached[0] < self.ttl:
             return cached[1]
         resources = self._from_view(hostname)
-        if resources is None:
-            resources = self._read(hostname)
+        if resources is not None:
+            with self._lock:
+                self._cache[hostname] = (self.clock(), resources)
+        return resources
+
+    def _read_now(self, hostname):
+        now = self.clock()
+        resources = self._read(hostname)
         with self._lock:
             self._cache[hostname] = (now, resources)
         return resources
 
     def prefetch(self, hostnames):
-        """A :class:`Prefetched` of ``hostnames``, read now (in
-        parallel)."""
-        names = sorted(set(hostnames))
-        return Prefetched(dict(zip(names, capacity.read_all(self, names))))
+        """A :class:`Prefetched` of ``hostnames``, those not known read
+        now (in parallel)."""
+        found = {}
+        for name in set(hostnames):
+            found[name] = self._known(name)
+        missing = sorted(name for name, value in found.items()
+                         if value is None)
+        found.update(zip(missing, capacity.read_all(self._read_now,
+                                                    missing)))
+        return Prefetched(found)
 
     def _from_view(self, hostname):
         """The host's resources from the view, or None (no view, too old

@@ -420,6 +420,65 @@ class TestTreeRoom(ViewTestCase):
             {u: room for u, room in whole.items() if u in members},
             by_tree)
 
+    @hypothesis.settings(max_examples=20, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(st.lists(providers(), min_size=1, max_size=4),
+                      requests(), st.data())
+    def test_flat_trees_read_without_candidates_equal_the_whole_cloud(
+            self, cloud, request, data):
+        size, traits, trees = self.build(cloud, request)
+        chosen = data.draw(st.sets(st.sampled_from(sorted(trees)),
+                                   min_size=1))
+        members = set().union(*(trees[root] for root in chosen))
+        whole = capacity.candidate_room(self.client, size, traits)
+
+        def read_flat(root):
+            if trees[root] != {root}:
+                return None
+            return capacity_view.flat_room(self.client, size, traits, root)
+        by_tree = capacity.tree_room(self.client, size, traits, chosen,
+                                     read_flat=read_flat)
+        self.assertEqual(
+            {u: room for u, room in whole.items() if u in members},
+            by_tree)
+
+    def spy_urls(self):
+        """The URLs the client gets from now on."""
+        urls = []
+        get = self.client.get
+
+        def spy(url, *args, **kwargs):
+            urls.append(url)
+            return get(url, *args, **kwargs)
+        self.useFixture(fixtures.MockPatchObject(self.client, 'get', spy))
+        return urls
+
+    def test_a_flat_tree_is_read_in_two_calls_without_candidates(self):
+        rc, = self.classes(1)
+        host = self.provider({rc: {'total': 10}})
+        urls = self.spy_urls()
+        self.assertEqual(
+            ({host: {rc: 10}}, ['/resource_providers/%s/inventories' % host,
+                                '/resource_providers/%s/usages' % host]),
+            (capacity_view.flat_room(self.client, {rc: 1}, None, host),
+             urls))
+
+    def test_a_flat_tree_asked_for_traits_reads_them_too(self):
+        rc, = self.classes(1)
+        host = self.provider({rc: {'total': 10}}, [TRAITS[0]])
+        urls = self.spy_urls()
+        self.assertEqual(
+            ({host: {rc: 10}}, {}, 3),
+            (capacity_view.flat_room(self.client, {rc: 1},
+                                     {TRAITS[0]: 'required'}, host),
+             capacity_view.flat_room(self.client, {rc: 1},
+                                     {TRAITS[0]: 'forbidden'}, host),
+             len(urls) // 2))
+
+    def test_a_flat_tree_gone_has_no_room(self):
+        self.assertEqual({}, capacity_view.flat_room(
+            self.client, {'VCPU': 1}, None, str(uuid.uuid4())))
+
     def test_a_sharing_provider_means_the_whole_cloud_is_read(self):
         rc, = self.classes(1)
         host = self.provider({rc: {'total': 10}})
@@ -443,13 +502,7 @@ class TestTreeRoom(ViewTestCase):
     def test_one_candidates_call_a_tree(self):
         rc, = self.classes(1)
         hosts_ = [self.provider({rc: {'total': 10}}) for _ in range(3)]
-        urls = []
-        get = self.client.get
-
-        def spy(url, *args, **kwargs):
-            urls.append(url)
-            return get(url, *args, **kwargs)
-        self.useFixture(fixtures.MockPatchObject(self.client, 'get', spy))
+        urls = self.spy_urls()
         room = capacity.tree_room(self.client, {rc: 1}, None, hosts_[:2])
         self.assertEqual(
             ({h: {rc: 10} for h in hosts_[:2]},

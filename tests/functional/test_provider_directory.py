@@ -131,6 +131,42 @@ class TestNames(DirectoryTestCase):
         self.assertEqual(new, self.directory.uuid(name))
 
 
+class TestTrees(DirectoryTestCase):
+
+    def child(self, parent):
+        self.client.post('/resource_providers', json={
+            'name': 'dir-%s' % uuid.uuid4().hex,
+            'parent_provider_uuid': parent})
+
+    def test_a_provider_without_nested_providers_is_flat(self):
+        _, rp = self.provider()
+        self.assertTrue(self.directory.is_flat(rp))
+
+    def test_a_provider_with_a_nested_provider_is_not_flat(self):
+        _, rp = self.provider()
+        self.child(rp)
+        self.assertFalse(self.directory.is_flat(rp))
+
+    def test_a_nested_provider_is_not_a_flat_tree(self):
+        _, rp = self.provider()
+        self.child(rp)
+        nested = self.client.get('/resource_providers?in_tree=%s'
+                                 % rp)['resource_providers']
+        child, = [p['uuid'] for p in nested if p['uuid'] != rp]
+        self.assertFalse(self.directory.is_flat(child))
+
+    def test_a_nested_provider_added_is_seen_at_the_next_listing(self):
+        _, rp = self.provider()
+        self.directory.is_flat(rp)
+        self.child(rp)
+        self.clock.now += 59
+        still = self.directory.is_flat(rp)
+        self.clock.now += 1
+        self.assertEqual((True, False, 2),
+                         (still, self.directory.is_flat(rp),
+                          self.directory.calls['listing']))
+
+
 class TestSharingClasses(DirectoryTestCase):
 
     def sharing(self, *classes):

@@ -206,17 +206,19 @@ class TestPlacementBeforeTheLock(ledger_helpers.PlacementHelpers,
 
 class MeetingPlacement(NotWhileLocked):
     """Wraps a PlacementClient: a project usage read and a capacity read
-    each wait (5 s at most) until the other has started, so a request
-    making them one after the other fails."""
-
-    MEETING = ('/usages?', '/allocation_candidates?')
+    (the inventories of :attr:`host`) each wait (5 s at most) until the
+    other has started, so a request making them one after the other
+    fails."""
 
     def __init__(self, client, test):
         super().__init__(client, test)
         self.meeting = threading.Barrier(2, timeout=5)
+        self.host = None
 
     def request(self, *args, **kwargs):
-        if args[1].startswith(self.MEETING):
+        path = args[1]
+        if path.startswith('/usages?') or \
+                path == '/resource_providers/%s/inventories' % self.host:
             self.meeting.wait()
         return super().request(*args, **kwargs)
 
@@ -233,7 +235,7 @@ class TestPreparedSideBySide(ledger_helpers.PlacementHelpers,
         return self.meeting
 
     def test_nova_quota_and_capacity_are_read_at_the_same_time(self):
-        host, _ = self.compute_node()
+        host, self.meeting.host = self.compute_node()
         nova_limits_from_file(self)
         chain = self.chain('NovaQuotaFilter', 'PlacementCapacityFilter')
         self.create(lease(day(2), day(3), instances(1, vcpus=4,
