@@ -404,28 +404,10 @@ class TestTreeRoom(ViewTestCase):
     (``in_tree``), is what one read across the cloud says of those
     trees."""
 
-    @hypothesis.settings(max_examples=20, deadline=None, database=None,
-                         suppress_health_check=list(hypothesis.HealthCheck))
-    @hypothesis.given(st.lists(providers(), min_size=1, max_size=4),
-                      requests(), st.data())
-    def test_tree_by_tree_equals_the_whole_cloud_on_random_clouds(
-            self, cloud, request, data):
-        size, traits, trees = self.build(cloud, request)
-        chosen = data.draw(st.sets(st.sampled_from(sorted(trees)),
-                                   min_size=1))
-        members = set().union(*(trees[root] for root in chosen))
-        whole = capacity.candidate_room(self.client, size, traits)
-        by_tree = capacity.tree_room(self.client, size, traits, chosen)
-        self.assertEqual(
-            {u: room for u, room in whole.items() if u in members},
-            by_tree)
-
-    @hypothesis.settings(max_examples=20, deadline=None, database=None,
-                         suppress_health_check=list(hypothesis.HealthCheck))
-    @hypothesis.given(st.lists(providers(), min_size=1, max_size=4),
-                      requests(), st.data())
-    def test_flat_trees_read_without_candidates_equal_the_whole_cloud(
-            self, cloud, request, data):
+    def assertTreesAgree(self, cloud, request, data, flat_read=False):
+        """Build ``cloud``, draw some of its trees: their rooms read tree
+        by tree (the flat ones without the candidates call when
+        ``flat_read``) are those of one read across the cloud."""
         size, traits, trees = self.build(cloud, request)
         chosen = data.draw(st.sets(st.sampled_from(sorted(trees)),
                                    min_size=1))
@@ -436,11 +418,28 @@ class TestTreeRoom(ViewTestCase):
             if trees[root] != {root}:
                 return None
             return capacity_view.flat_room(self.client, size, traits, root)
-        by_tree = capacity.tree_room(self.client, size, traits, chosen,
-                                     read_flat=read_flat)
+        by_tree = capacity.tree_room(
+            self.client, size, traits, chosen,
+            read_flat=read_flat if flat_read else None)
         self.assertEqual(
             {u: room for u, room in whole.items() if u in members},
             by_tree)
+
+    @hypothesis.settings(max_examples=20, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(st.lists(providers(), min_size=1, max_size=4),
+                      requests(), st.data())
+    def test_tree_by_tree_equals_the_whole_cloud_on_random_clouds(
+            self, cloud, request, data):
+        self.assertTreesAgree(cloud, request, data)
+
+    @hypothesis.settings(max_examples=20, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(st.lists(providers(), min_size=1, max_size=4),
+                      requests(), st.data())
+    def test_flat_trees_read_without_candidates_equal_the_whole_cloud(
+            self, cloud, request, data):
+        self.assertTreesAgree(cloud, request, data, flat_read=True)
 
     def spy_urls(self):
         """The URLs the client gets from now on."""
