@@ -26,8 +26,10 @@ import contextvars
 import threading
 import typing
 
-#: Threads of the process's pool: calls beyond them wait for one.
-MAX_WORKERS = 8
+#: Most threads of the process's pool (made as calls need them): calls
+#: beyond them wait for one, so a service that hangs holds back other
+#: requests only once this many calls wait on it.
+MAX_WORKERS = 64
 
 _pool = None
 _lock = threading.Lock()

@@ -230,8 +230,14 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                 def read_flat(root):
                     if not directory.is_flat(root):
                         return None  # nested providers: Placement's call
-                    return capacity_view.flat_room(client, size, traits,
-                                                   root)
+                    try:
+                        return capacity_view.flat_room(client, size,
+                                                       traits, root)
+                    except placement_client.NotFound:
+                        # Gone since it was listed: no room; its name is
+                        # looked up again next time.
+                        directory.forget(root)
+                        return {}
                 room = capacity.tree_room(
                     client, size, traits, among,
                     sharing=directory.sharing_classes(),

@@ -402,6 +402,13 @@ class FilterChain:
                 host_resources = outcomes.pop()
             else:  # no host to read: nothing waits
                 host_resources = concurrency.Outcome(read_hosts(), None)
+            failed = [(f, o.error) for f, o in zip(preparing, outcomes)
+                      if o.error is not None]
+            for filter_, error in failed[1:]:
+                # Only the first is raised; the others would go unseen.
+                LOG.warning('Enforcement filter %s also failed to prepare '
+                            '%s of project %s: %s', filter_.name, kind,
+                            context.project_id, error)
             for filter_, outcome in zip(preparing, outcomes):
                 with self._preparing(filter_, kind, context):
                     prepared[filter_] = outcome.get()

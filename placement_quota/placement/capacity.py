@@ -41,6 +41,7 @@ that fetch the answers.
 """
 
 import concurrent.futures
+import contextvars
 import dataclasses
 import typing
 from urllib import parse
@@ -71,13 +72,16 @@ def read_all(read: typing.Callable, items: typing.Iterable,
     at most ``max_workers`` threads; with at most ``inline_up_to`` items,
     in the calling thread (no pool of threads competing with the
     decisions of this process for the interpreter). The first exception
-    of a read is raised."""
+    of a read is raised. Each read runs in a copy of the caller's
+    context (:mod:`contextvars`: the request ID sent to Placement)."""
     items = list(items)
     if len(items) <= inline_up_to:
         return [read(item) for item in items]
+    contexts = [contextvars.copy_context() for _ in items]
     with concurrent.futures.ThreadPoolExecutor(
             max_workers=max(1, min(max_workers, len(items)))) as pool:
-        return list(pool.map(read, items))
+        return list(pool.map(lambda context, item: context.run(read, item),
+                             contexts, items))
 
 
 # --- project usages ----------------------------------------------------------

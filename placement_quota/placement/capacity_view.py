@@ -388,19 +388,18 @@ def flat_room(client: placement_client.PlacementClient,
     tree that is one provider (a compute node without nested providers),
     read live in two calls (its inventories and usages, at one
     generation; a third for its traits when ``traits`` asks for some)
-    instead, and decided by the rules of :func:`room_of`. A provider
-    that is gone has no room.
+    instead, and decided by the rules of :func:`room_of`.
 
     A sharing provider holding a requested class is the caller's to rule
-    out (:func:`~placement_quota.placement.capacity.tree_room`)."""
-    try:
-        inventories, usages = capacity.read_provider(client, root)
-        found = frozenset()
-        if traits:
-            found = frozenset(client.get(
-                '/resource_providers/%s/traits' % root)['traits'])
-    except placement_client.NotFound:
-        return {}
+    out (:func:`~placement_quota.placement.capacity.tree_room`).
+
+    :raises placement_client.NotFound: when the provider is gone.
+    """
+    inventories, usages = capacity.read_provider(client, root)
+    found = frozenset()
+    if traits:
+        found = frozenset(client.get(
+            '/resource_providers/%s/traits' % root)['traits'])
     state = ProviderState(
         root, root, None, inventories['resource_provider_generation'],
         capacity.combine(inventories['inventories'], usages['usages']),

@@ -22,8 +22,10 @@ is missing and the last listing is older than ``relist_after`` seconds;
 a name still missing is then looked up alone (in parallel), so a compute
 node added since is found at once. A name Placement does not know costs
 its lookup each time (it is never remembered as missing). A compute node
-keeps its name and UUID for life; one deleted and created again under the
-same name is seen at the next listing.
+keeps its name and UUID for life; one deleted (and maybe created again
+under the same name) is dropped by the reader that finds its provider
+gone (:meth:`ProviderDirectory.forget`) and by the next listing. A
+listing is attempted at most once a ``relist_after``, failed or not.
 
 It also knows which resource classes the sharing providers
 (``MISC_SHARES_VIA_AGGREGATE``) hold, read at most every
@@ -113,6 +115,10 @@ class ProviderDirectory:
 
     def _list(self):
         listed_at = self.clock()
+        with self._lock:
+            # One attempt per relist_after, even a failed one: the callers
+            # meanwhile look names up alone rather than each list again.
+            self._listed_at = listed_at
         listing = self.client.get('/resource_providers')
         uuids = {rp['name']: rp['uuid']
                  for rp in listing['resource_providers']}
@@ -122,10 +128,18 @@ class ProviderDirectory:
             sizes[root] = sizes.get(root, 0) + 1
         with self._lock:
             self.calls['listing'] += 1
-            self._uuids.update(uuids)
+            # Names gone from Placement go from here too.
+            self._uuids = uuids
             self._tree_sizes = sizes
-            self._listed_at = listed_at
         LOG.debug('Listed %d resource providers.', len(uuids))
+
+    def forget(self, uuid: str):
+        """Drop the names of ``uuid``, a provider Placement no longer has:
+        their next use looks them up again."""
+        with self._lock:
+            self._uuids = {name: known for name, known in self._uuids.items()
+                           if known != uuid}
+            self._tree_sizes.pop(uuid, None)
 
     def is_flat(self, uuid: str) -> bool:
         """Whether the provider ``uuid`` was a tree of its own, without

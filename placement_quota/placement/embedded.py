@@ -189,8 +189,14 @@ def _reads_only(app):
             return app(environ, start_response)
         token = _READING.set(True)
         try:
-            # Placement's answers are lists of bytes, made in the call.
-            return list(app(environ, start_response))
+            # Read whole while marked (Placement's answers are lists of
+            # bytes made in the call), then closed as PEP 3333 asks.
+            result = app(environ, start_response)
+            try:
+                return list(result)
+            finally:
+                if hasattr(result, 'close'):
+                    result.close()
         finally:
             _READING.reset(token)
     return wrapped

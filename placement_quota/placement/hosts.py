@@ -35,6 +35,7 @@ import time
 from oslo_log import log as logging
 
 from placement_quota.placement import capacity
+from placement_quota.placement import client as placement_client
 from placement_quota.placement import directory as directory_mod
 
 LOG = logging.getLogger(__name__)
@@ -117,16 +118,24 @@ class HostResources:
 
     def _read(self, hostname):
         self.reads += 1
-        uuid = self.directory.uuid(hostname)
-        if uuid is None:
-            LOG.info('Host %s has no resource provider in Placement; it '
-                     'counts only as a host.', hostname)
-            return {}
-        inventories = self.client.get(
-            '/resource_providers/%s/inventories' % uuid)['inventories']
-        return {rc: inv['total'] - inv.get('reserved', 0)
-                for rc, inv in inventories.items()
-                if rc in CLASSES}
+        for _attempt in range(2):
+            uuid = self.directory.uuid(hostname)
+            if uuid is None:
+                LOG.info('Host %s has no resource provider in Placement; '
+                         'it counts only as a host.', hostname)
+                return {}
+            try:
+                inventories = self.client.get(
+                    '/resource_providers/%s/inventories' % uuid)[
+                    'inventories']
+            except placement_client.NotFound:
+                # Deleted (and maybe created again) since it was listed.
+                self.directory.forget(uuid)
+                continue
+            return {rc: inv['total'] - inv.get('reserved', 0)
+                    for rc, inv in inventories.items()
+                    if rc in CLASSES}
+        return {}
 
 
 class Prefetched:

@@ -373,6 +373,20 @@ class TestHostResourcesFromTheView(ViewTestCase):
                          reader(name))
         self.assertEqual(1, reader.reads)
 
+    def test_a_host_created_again_is_read_at_its_new_provider(self):
+        name = self.host()
+        reader = hosts.HostResources(self.client, ttl=0)
+        reader(name)
+        self.other.delete('/resource_providers/%s'
+                          % reader.directory.uuid(name))
+        again = self.other.post('/resource_providers',
+                                json={'name': name}).json()
+        self.other.put('/resource_providers/%s/inventories' % again['uuid'],
+                       json={'resource_provider_generation':
+                             again['generation'],
+                             'inventories': {'VCPU': {'total': 4}}})
+        self.assertEqual({'VCPU': 4}, reader(name))
+
     def test_a_view_older_than_the_cache_time_is_not_used(self):
         name = self.host()
         self.view.refresh()
@@ -474,9 +488,9 @@ class TestTreeRoom(ViewTestCase):
                                      {TRAITS[0]: 'forbidden'}, host),
              len(urls) // 2))
 
-    def test_a_flat_tree_gone_has_no_room(self):
-        self.assertEqual({}, capacity_view.flat_room(
-            self.client, {'VCPU': 1}, None, str(uuid.uuid4())))
+    def test_a_flat_tree_gone_is_not_found(self):
+        self.assertRaises(placement_client.NotFound, capacity_view.flat_room,
+                          self.client, {'VCPU': 1}, None, str(uuid.uuid4()))
 
     def test_a_sharing_provider_means_the_whole_cloud_is_read(self):
         rc, = self.classes(1)

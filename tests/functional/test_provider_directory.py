@@ -23,6 +23,7 @@ from placement_quota.placement import client as placement_client
 from placement_quota.placement import directory
 from placement_quota.placement import embedded
 from tests.fixtures import placement as placement_fixtures
+from tests.functional import test_faults
 
 
 class Clock:
@@ -119,6 +120,26 @@ class TestNames(DirectoryTestCase):
         self.assertEqual(rp, self.directory.uuid(name))
         self.assertEqual({'listing': 2, 'name': 0, 'sharing': 0},
                          self.directory.calls)
+
+    def test_a_forgotten_provider_is_looked_up_again_by_name(self):
+        name, old = self.provider()
+        self.directory.uuids([name])
+        self.client.delete('/resource_providers/%s' % old)
+        _, new = self.provider(name)
+        self.directory.forget(old)
+        self.assertEqual((new, 1), (self.directory.uuid(name),
+                                    self.directory.calls['name']))
+
+    def test_a_failed_listing_is_not_tried_again_within_the_minute(self):
+        failing = self.useFixture(test_faults.ErrorServer(500, root_ok=True))
+        broken = directory.ProviderDirectory(
+            placement_client.PlacementClient.from_endpoint(
+                failing.url, embedded.NOAUTH_HEADERS), clock=self.clock)
+        for _ in range(2):
+            self.assertRaises(placement_client.PlacementError,
+                              broken.uuids, ['a'])
+        self.assertEqual(['/resource_providers', '/resource_providers?name=a'],
+                         [path for _, path in failing.requests if path != '/'])
 
     def test_a_host_created_again_under_its_name_is_seen_at_the_next_listing(
             self):
