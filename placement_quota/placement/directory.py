@@ -85,12 +85,7 @@ class ProviderDirectory:
         missing = [n for n in names if n not in found]
         if not missing:
             return found
-        with self._listing:
-            # One listing at a time: a decision arriving meanwhile waits
-            # for it, and finds its names in it.
-            listed = self._listing_due()
-            if listed:
-                self._list()
+        listed = self._list_if_due()
         with self._lock:
             found.update((n, self._uuids[n]) for n in missing
                          if n in self._uuids)
@@ -108,10 +103,17 @@ class ProviderDirectory:
         """The UUID of the provider named ``name``, or None."""
         return self.uuids([name]).get(name)
 
-    def _listing_due(self):
-        with self._lock:
-            return (self._listed_at is None or
-                    self.clock() - self._listed_at >= self.relist_after)
+    def _list_if_due(self):
+        """List every provider when the last listing is ``relist_after``
+        old; whether this call did. One listing at a time: a caller
+        arriving meanwhile waits for it, and finds its names in it."""
+        with self._listing:
+            with self._lock:
+                due = (self._listed_at is None or self.clock() -
+                       self._listed_at >= self.relist_after)
+            if due:
+                self._list()
+            return due
 
     def _list(self):
         listed_at = self.clock()
@@ -148,9 +150,7 @@ class ProviderDirectory:
         unseen until the next listing: the capacity read of such a tree
         leaves its room out (a lease may be refused that it would hold,
         never admitted beyond it)."""
-        with self._listing:
-            if self._listing_due():
-                self._list()
+        self._list_if_due()
         with self._lock:
             return self._tree_sizes.get(uuid) == 1
 
