@@ -55,6 +55,8 @@ import tempfile
 import time
 import uuid
 
+import sqlalchemy as sa
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 if ROOT not in sys.path:
@@ -154,6 +156,26 @@ def seed_ledger(ledger, projects, leases, hosts, rng):
             connection.execute(models.credit_allocations.insert().values(
                 project_id=pid, amount=store.to_micro(10 ** 9),
                 created_at=now))
+    analyze(ledger.engine)
+
+
+def analyze(engine):
+    """Give a server database the planner statistics a ledger that grew
+    to this size over months has: PostgreSQL's autovacuum and InnoDB's
+    automatic statistics would long since have gathered them, but not in
+    the seconds after a bulk insert. Without them PostgreSQL misjudges
+    ``start_date < ...`` and reads ~58,000 index entries for a project
+    tree's window (2.7 ms instead of 0.4 ms a decision). SQLite gathers
+    no statistics by itself (and plans these queries the same without
+    them): it is left as a deployment has it."""
+    dialect = engine.dialect.name
+    if dialect not in ('postgresql', 'mysql'):
+        return
+    tables = ', '.join(models.metadata.tables)
+    with engine.begin() as connection:
+        connection.execute(sa.text(
+            'ANALYZE %s' % tables if dialect == 'postgresql'
+            else 'ANALYZE TABLE %s' % tables))
 
 
 def write_files(directory, projects):
