@@ -12,17 +12,22 @@
 """The Placement client against a real Placement."""
 
 import json
+import logging
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import uuid
 
+import fixtures
+from keystoneauth1 import session as ks_session
 import testtools
 
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
 from placement_quota import wsgi_server
+from tests.fixtures import enforcement as service_fixture
 from tests.fixtures import placement as placement_fixtures
 
 
@@ -67,6 +72,75 @@ class TestAgainstPlacement(testtools.TestCase):
             '/resource_providers', json={'name': ''})
         self.assertEqual(400, error.status)
         self.assertIn('name', error.detail)
+
+
+class TestConnectionsKept(testtools.TestCase):
+    """A burst of calls in flight together, more than requests' default
+    pool of 10, keeps its connections to Placement for the next one."""
+
+    BURST = 24
+
+    def setUp(self):
+        super().setUp()
+        server = self.useFixture(placement_fixtures.PlacementServer())
+        self.client = placement_client.PlacementClient.from_endpoint(
+            server.endpoint, server.headers)
+        self.client.get('/resource_providers')   # negotiated beforehand
+        self.log = self.useFixture(fixtures.FakeLogger(
+            name='urllib3.connectionpool', level=logging.WARNING))
+
+    def _burst(self):
+        """BURST real Placement calls, released together."""
+        barrier = threading.Barrier(self.BURST)
+        failures = []
+
+        def call():
+            try:
+                barrier.wait(30)
+                self.client.get('/resource_providers?name=%s'
+                                % uuid.uuid4().hex)
+            except Exception as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=call) for _ in range(self.BURST)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        self.assertEqual([], failures)
+
+    def _connections(self):
+        """(opened, kept): the connections the session has opened so far,
+        and those its pools hold open for the next calls (urllib3's)."""
+        manager = self.client._adapter.session.session.adapters[
+            'http://'].poolmanager
+        pools = [manager.pools[key] for key in manager.pools.keys()]
+        return (sum(pool.num_connections for pool in pools),
+                sum(1 for pool in pools for conn in list(pool.pool.queue)
+                    if conn is not None))
+
+    def test_every_connection_of_a_burst_is_kept_open(self):
+        self._burst()
+        opened, kept = self._connections()
+        self.assertGreater(opened, 10)   # more in flight than the default
+        self.assertEqual(opened, kept)
+
+    def test_a_configured_placement_session_keeps_as_many(self):
+        conf = service_fixture.config(
+            endpoint_override=('placement', 'http://127.0.0.1:9'))
+        client = placement_client.PlacementClient.from_conf(conf)
+        for scheme in ('http://', 'https://'):
+            adapter = client._adapter.session.session.adapters[scheme]
+            # Still keystoneauth's adapter (TCP keep-alive, TLS settings).
+            self.assertIs(ks_session.TCPKeepAliveAdapter, type(adapter))
+            self.assertEqual(
+                placement_client.POOL_SIZE,
+                adapter.poolmanager.connection_pool_kw['maxsize'])
+
+    def test_no_connection_is_discarded(self):
+        self._burst()
+        self._burst()
+        self.assertNotIn('Connection pool is full', self.log.output)
 
 
 class _HeaderEcho:
