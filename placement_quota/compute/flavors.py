@@ -47,6 +47,7 @@ from placement_quota.compute import quotas
 from placement_quota.conf import _util
 from placement_quota.conf import nova as nova_conf
 from placement_quota import metrics
+from placement_quota import sessions
 
 LOG = logging.getLogger(__name__)
 
@@ -102,8 +103,9 @@ class FlavorReader:
         if auth is None:
             # openstacksdk needs a plugin to find its endpoint.
             auth = noauth.NoAuth(endpoint=conf.nova.endpoint_override)
-        session = ks_loading.load_session_from_conf_options(conf, group,
-                                                            auth=auth)
+        session = sessions.keep_connections(
+            ks_loading.load_session_from_conf_options(conf, group,
+                                                      auth=auth))
         return cls.from_session(
             session, conf.nova.endpoint_override,
             ttl=conf.nova.flavor_cache_ttl,

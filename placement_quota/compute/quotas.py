@@ -28,6 +28,7 @@ from oslo_log import log as logging
 from placement_quota.conf import _util
 from placement_quota.conf import nova as nova_conf
 from placement_quota import metrics
+from placement_quota import sessions
 
 LOG = logging.getLogger(__name__)
 
@@ -95,8 +96,9 @@ class LegacyQuotas:
                 'nova_quota_source = legacy needs the Nova API: set the '
                 'keystoneauth options of [nova] (auth_type, auth_url, ...) '
                 'or [nova] endpoint_override.')
-        session = ks_loading.load_session_from_conf_options(conf, group,
-                                                            auth=auth)
+        session = sessions.keep_connections(
+            ks_loading.load_session_from_conf_options(conf, group,
+                                                      auth=auth))
         adapter = ks_loading.load_adapter_from_conf_options(
             conf, group, session=session, auth=auth, raise_exc=False)
         return cls(adapter, conf.nova.endpoint_override or

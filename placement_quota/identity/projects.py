@@ -16,6 +16,7 @@ import openstack
 from oslo_log import log as logging
 
 from placement_quota.conf import keystone as keystone_conf
+from placement_quota import sessions
 
 LOG = logging.getLogger(__name__)
 
@@ -33,8 +34,8 @@ def connection(conf):
             'No credentials in [keystone]: set auth_type, auth_url, '
             'username, password and the project options so placement-quota '
             'can look projects up in Keystone.')
-    session = ks_loading.load_session_from_conf_options(conf, group,
-                                                        auth=auth)
+    session = sessions.keep_connections(
+        ks_loading.load_session_from_conf_options(conf, group, auth=auth))
     return openstack.connection.Connection(
         session=session, region_name=conf.keystone.region_name,
         identity_interface=conf.keystone.interface)

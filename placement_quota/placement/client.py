@@ -23,12 +23,9 @@
   Placement's status, error code and detail.
 * The global request id of the request being served (see
   :func:`request_context`) is sent as ``X-OpenStack-Request-Id``.
-* The session keeps up to :data:`POOL_SIZE` connections open to
-  Placement (:func:`keep_connections`), not requests' 10: a service
-  process has more calls in flight than that under load, and each
-  connection past the pool would be closed after its call (urllib3 logs
-  "Connection pool is full, discarding connection") and opened again --
-  with TLS, a handshake a call.
+* The session keeps up to :data:`~placement_quota.sessions.POOL_SIZE`
+  connections open to Placement, not requests' 10
+  (:func:`~placement_quota.sessions.keep_connections`).
 """
 
 import contextlib
@@ -47,6 +44,7 @@ import tenacity
 from placement_quota.conf import placement as placement_conf
 from placement_quota import metrics
 from placement_quota.placement import embedded
+from placement_quota import sessions
 
 LOG = logging.getLogger(__name__)
 
@@ -56,12 +54,6 @@ FORBIDDEN_AGGREGATES = (1, 32)
 CONSUMER_TYPES = (1, 38)
 MAX_VERSION = (1, 39)
 
-#: Connections to Placement a session keeps open (see
-#: :func:`keep_connections`): one for each call a service process can
-#: have in flight -- the prepare steps of its decisions, side by side
-#: (:data:`placement_quota.concurrency.MAX_WORKERS`), the reads of each
-#: decision's hosts, the capacity view's refresh.
-POOL_SIZE = 64
 #: Seconds above which a Placement call's worst wait (see
 #: :func:`wait_bound`) is warned about when the client is made.
 REASONABLE_WAIT = 30
@@ -290,28 +282,6 @@ def choose_version(low, high):
     return chosen
 
 
-def keep_connections(session, size=POOL_SIZE):
-    """Let ``session`` (a keystoneauth Session) keep up to ``size``
-    connections open to each host; return it.
-
-    keystoneauth mounts one ``TCPKeepAliveAdapter`` (TCP keep-alive, its
-    TLS settings) with requests' default pool of 10 connections; it is
-    replaced by the same adapter with a larger pool. A session given by
-    a caller with adapters of its own is left as it is.
-    """
-    mounted = session.session.adapters
-    old = next(iter(mounted.values()), None)
-    if type(old) is not ks_session.TCPKeepAliveAdapter:
-        return session
-    settings = {name: getattr(old, name) for name in
-                ('tls_ciphers', 'tls_min_version') if hasattr(old, name)}
-    adapter = ks_session.TCPKeepAliveAdapter(pool_maxsize=size, **settings)
-    for scheme, current in list(mounted.items()):
-        if current is old:
-            session.session.mount(scheme, adapter)
-    return session
-
-
 class PlacementClient:
     """Talk to one Placement with one session and one microversion.
 
@@ -374,7 +344,7 @@ class PlacementClient:
             return client
         session = ks_loading.load_session_from_conf_options(conf, group,
                                                             auth=auth)
-        keep_connections(session)
+        sessions.keep_connections(session)
         adapter = ks_loading.load_adapter_from_conf_options(
             conf, group, session=session, auth=auth, raise_exc=False)
         client = cls(adapter, options.endpoint_override or 'Placement of '
@@ -424,7 +394,8 @@ class PlacementClient:
     @classmethod
     def from_endpoint(cls, endpoint, headers=None, timeout=30):
         """A Placement at ``endpoint`` with fixed headers (noauth2)."""
-        session = keep_connections(ks_session.Session(timeout=timeout))
+        session = sessions.keep_connections(
+            ks_session.Session(timeout=timeout))
         adapter = ks_adapter.Adapter(
             session, service_type='placement', endpoint_override=endpoint,
             additional_headers=dict(headers or {}), raise_exc=False)

@@ -21,13 +21,11 @@ import threading
 import uuid
 
 import fixtures
-from keystoneauth1 import session as ks_session
 import testtools
 
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
 from placement_quota import wsgi_server
-from tests.fixtures import enforcement as service_fixture
 from tests.fixtures import placement as placement_fixtures
 
 
@@ -124,18 +122,6 @@ class TestConnectionsKept(testtools.TestCase):
         opened, kept = self._connections()
         self.assertGreater(opened, 10)   # more in flight than the default
         self.assertEqual(opened, kept)
-
-    def test_a_configured_placement_session_keeps_as_many(self):
-        conf = service_fixture.config(
-            endpoint_override=('placement', 'http://127.0.0.1:9'))
-        client = placement_client.PlacementClient.from_conf(conf)
-        for scheme in ('http://', 'https://'):
-            adapter = client._adapter.session.session.adapters[scheme]
-            # Still keystoneauth's adapter (TCP keep-alive, TLS settings).
-            self.assertIs(ks_session.TCPKeepAliveAdapter, type(adapter))
-            self.assertEqual(
-                placement_client.POOL_SIZE,
-                adapter.poolmanager.connection_pool_kw['maxsize'])
 
     def test_no_connection_is_discarded(self):
         self._burst()

@@ -22,6 +22,8 @@ import webob
 
 from placement_quota.api import app as api_app
 from placement_quota.compute import flavors
+from placement_quota.conf import nova as nova_conf
+from placement_quota import sessions
 from tests.builders import day
 from tests.builders import lease
 from tests.fixtures import nova
@@ -54,6 +56,17 @@ class TestFlavorsFromNova(base.LedgerTestCase):
         self.set(nova_quota_limits_file=path)
         self.app = api_app.make_app(self.conf, self.chain(
             'ReservationSizeFilter', 'NovaQuotaFilter'))
+
+    def test_a_reader_from_the_configuration_keeps_64_connections(self):
+        try:
+            self.conf.nova.flavor_cache_ttl
+        except Exception:
+            nova_conf.register_opts(self.conf)
+        self.set('nova', endpoint_override=self.nova.endpoint)
+        reader = flavors.FlavorReader.from_conf(self.conf)
+        adapter = reader.compute.session.session.adapters['http://']
+        self.assertEqual(sessions.POOL_SIZE,
+                         adapter.poolmanager.connection_pool_kw['maxsize'])
 
     def flavor(self, vcpus=4, ram=2048, disk=20, swap=0, **specs):
         url = self.nova.endpoint + '/flavors'

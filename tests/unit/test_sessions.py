@@ -1,0 +1,94 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The connections the sessions to Placement, Nova and Keystone keep
+(no call is made: the pools are read)."""
+
+import os
+import tempfile
+
+from keystoneauth1 import session as ks_session
+import requests
+import testtools
+
+from placement_quota.compute import quotas
+from placement_quota import conf as pq_conf
+from placement_quota.identity import projects
+from placement_quota.placement import client as placement_client
+from placement_quota import sessions
+
+
+def pool_size(session, scheme):
+    """The pool size of ``session``'s connections for ``scheme``."""
+    adapter = session.session.adapters[scheme]
+    return adapter.poolmanager.connection_pool_kw.get('maxsize', 1)
+
+
+class TestKeepConnections(testtools.TestCase):
+
+    def test_keystoneauths_pool_is_widened(self):
+        session = sessions.keep_connections(ks_session.Session())
+        for scheme in ('http://', 'https://'):
+            self.assertEqual(sessions.POOL_SIZE, pool_size(session, scheme))
+
+    def test_keystoneauths_adapter_is_kept_for_both_schemes(self):
+        session = sessions.keep_connections(ks_session.Session())
+        adapters = session.session.adapters
+        # TCP keep-alive on every connection, as keystoneauth sets it.
+        self.assertIs(ks_session.TCPKeepAliveAdapter,
+                      type(adapters['https://']))
+        self.assertIs(adapters['http://'], adapters['https://'])
+
+    def test_the_sessions_tls_settings_are_kept(self):
+        session = sessions.keep_connections(
+            ks_session.Session(tls_min_version='1.2'))
+        self.assertEqual(
+            '1.2', session.session.adapters['https://'].tls_min_version)
+
+    def test_a_session_with_adapters_of_its_own_is_left_alone(self):
+        own = requests.Session()
+        adapter = own.adapters['https://']
+        sessions.keep_connections(ks_session.Session(session=own))
+        self.assertIs(adapter, own.adapters['https://'])
+
+
+class TestConfiguredSessions(testtools.TestCase):
+    """Every session built from the configuration keeps POOL_SIZE (the
+    flavor reader's, which asks Nova for its versions when it is made:
+    tests/functional/compute/test_flavors.py)."""
+
+    def conf(self):
+        directory = tempfile.mkdtemp()
+        path = os.path.join(directory, 'placement-quota.conf')
+        with open(path, 'w') as f:
+            f.write('[placement]\nendpoint_override = http://127.0.0.1:9\n'
+                    '[nova]\nendpoint_override = http://127.0.0.1:9/v2.1\n'
+                    '[keystone]\nauth_type = password\n'
+                    'auth_url = http://127.0.0.1:9/identity/v3\n'
+                    'username = placement-quota\npassword = secret\n'
+                    'project_name = service\nuser_domain_id = default\n'
+                    'project_domain_id = default\n')
+        return pq_conf.new_config([], config_files=[path])
+
+    def test_placement(self):
+        client = placement_client.PlacementClient.from_conf(self.conf())
+        self.assertEqual(sessions.POOL_SIZE,
+                         pool_size(client._adapter.session, 'http://'))
+
+    def test_nova_quota_sets(self):
+        legacy = quotas.LegacyQuotas.from_conf(self.conf())
+        self.assertEqual(sessions.POOL_SIZE,
+                         pool_size(legacy.adapter.session, 'http://'))
+
+    def test_keystone(self):
+        connection = projects.connection(self.conf())
+        self.assertEqual(sessions.POOL_SIZE,
+                         pool_size(connection.session, 'https://'))
