@@ -23,6 +23,7 @@ keystonemiddleware and a service-role check when ``[api] auth_strategy =
 keystone``.
 """
 
+import random
 import re
 import time
 import uuid
@@ -137,6 +138,18 @@ class Dispatcher:
         return app(environ, start_response)
 
 
+def new_request_id():
+    """``req-`` and a random (version 4) UUID, as oslo.context makes
+    them, drawn from the random module's generator rather than
+    ``os.urandom``: a request id must be unique, not secret, and
+    ``uuid.uuid4()`` is a system call each time -- about 10 us of the
+    service's CPU a request on a busy server (measured with
+    tools/bench/enforcement.py), against 1 us. The module's generator is
+    seeded from ``os.urandom`` and seeded again in each forked process
+    (``serve --workers``), so workers do not repeat each other's ids."""
+    return 'req-' + str(uuid.UUID(int=random.getrandbits(128), version=4))
+
+
 _GLOBAL_REQUEST_ID = re.compile(r'^req-[a-f0-9]{8}(-[a-f0-9]{4}){3}'
                                 r'-[a-f0-9]{12}$')
 
@@ -152,7 +165,7 @@ class RequestId:
         self.app = app
 
     def __call__(self, environ, start_response):
-        request_id = 'req-' + str(uuid.uuid4())
+        request_id = new_request_id()
         environ['openstack.request_id'] = request_id
         incoming = environ.get('HTTP_X_OPENSTACK_REQUEST_ID')
         if incoming and _GLOBAL_REQUEST_ID.match(incoming):
