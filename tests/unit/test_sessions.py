@@ -13,8 +13,8 @@
 (no call is made: the pools are read)."""
 
 import os
-import tempfile
 
+import fixtures
 from keystoneauth1 import session as ks_session
 import requests
 import testtools
@@ -66,7 +66,7 @@ class TestConfiguredSessions(testtools.TestCase):
     tests/functional/compute/test_flavors.py)."""
 
     def conf(self):
-        directory = tempfile.mkdtemp()
+        directory = self.useFixture(fixtures.TempDir()).path
         path = os.path.join(directory, 'placement-quota.conf')
         with open(path, 'w') as f:
             f.write('[placement]\nendpoint_override = http://127.0.0.1:9\n'
