@@ -231,8 +231,8 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                     if not directory.is_flat(root):
                         return None  # nested providers: Placement's call
                     try:
-                        return capacity_view.flat_room(client, size,
-                                                       traits, root)
+                        return capacity_view.flat_room(
+                            client, size, traits, root, known=directory)
                     except placement_client.NotFound:
                         # Gone since it was listed: no room; its name is
                         # looked up again next time.

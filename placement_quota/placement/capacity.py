@@ -237,15 +237,33 @@ def combine(inventories: dict, usages: dict
         for rc, inv in inventories.items()}
 
 
-def read_provider(client, provider_uuid):
+def read_provider(client, provider_uuid, known=None):
     """Inventories and usages answers of one provider, two calls, re-read
     (a few times) until both carry the same provider generation (the
     ``resource_provider_generation`` of either answer is then the
     generation they describe).
 
+    ``known`` (a :class:`~placement_quota.placement.directory.
+    ProviderDirectory`) keeps inventories by generation: the usages are
+    read first, and inventories kept at their generation are used
+    without a call (the provider has not changed since); inventories read
+    are kept (from the time of their read: a use does not make them
+    younger).
+
     :raises placement_client.NotFound: for an unknown provider.
     """
     base = '/resource_providers/%s' % parse.quote(provider_uuid, safe='')
+    if known is not None:
+        usages = client.get(base + '/usages')
+        generation = usages['resource_provider_generation']
+        inventories = known.inventories(provider_uuid, generation)
+        if inventories is not None:
+            return inventories, usages
+        inventories = client.get(base + '/inventories')
+        if inventories['resource_provider_generation'] == generation:
+            known.keep_inventories(provider_uuid, inventories)
+            return inventories, usages
+        # Changed in between: the usual consistent read.
     for attempt in range(1, CONSISTENT_READ_ATTEMPTS + 1):
         inventories = client.get(base + '/inventories')
         usages = client.get(base + '/usages')
@@ -259,6 +277,9 @@ def read_provider(client, provider_uuid):
     else:
         LOG.warning('Provider %s kept changing while being read; using its '
                     'last inventories and usages.', provider_uuid)
+        return inventories, usages
+    if known is not None:
+        known.keep_inventories(provider_uuid, inventories)
     return inventories, usages
 
 

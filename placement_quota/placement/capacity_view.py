@@ -383,7 +383,8 @@ def room_of(providers: typing.Mapping[str, ProviderState],
 def flat_room(client: placement_client.PlacementClient,
               request: typing.Mapping[str, int],
               traits: typing.Optional[typing.Mapping[str, str]],
-              root: str) -> typing.Dict[str, typing.Dict[str, int]]:
+              root: str, known=None
+              ) -> typing.Dict[str, typing.Dict[str, int]]:
     """What ``GET /allocation_candidates?in_tree=<root>`` answers of a
     tree that is one provider (a compute node without nested providers),
     read live in two calls (its inventories and usages, at one
@@ -391,11 +392,15 @@ def flat_room(client: placement_client.PlacementClient,
     instead, and decided by the rules of :func:`room_of`.
 
     A sharing provider holding a requested class is the caller's to rule
-    out (:func:`~placement_quota.placement.capacity.tree_room`).
+    out (:func:`~placement_quota.placement.capacity.tree_room`). With
+    ``known`` (a :class:`~placement_quota.placement.directory.
+    ProviderDirectory`), inventories it kept at the provider's current
+    generation save their call (:func:`~placement_quota.placement.
+    capacity.read_provider`).
 
     :raises placement_client.NotFound: when the provider is gone.
     """
-    inventories, usages = capacity.read_provider(client, root)
+    inventories, usages = capacity.read_provider(client, root, known)
     found = frozenset()
     if traits:
         found = frozenset(client.get(

@@ -37,6 +37,19 @@ stale answer errs towards refusing: a sharing provider not yet seen leaves
 out room it could lend (a lease may be refused that it would hold, never
 admitted beyond it), and one no longer sharing makes the decision read the
 whole cloud (exact).
+
+And it keeps the inventories of the providers read (``GET
+.../inventories``, with the generation they were read at): a live
+capacity read of a host (:func:`~placement_quota.placement.capacity.
+read_provider`) reads its usages first and takes the kept inventories
+when the usages carry the same provider generation -- one call instead
+of two. That is exact: Placement moves a provider's generation with every
+change of its inventories, so inventories read at the generation the
+usages are read at are its inventories now. (Frees do not move it, but
+they change usages, which are read every time.) Kept inventories are
+used for ``relist_after`` seconds at most, and forgotten with their
+provider: a provider deleted and created again under its UUID starts its
+generations again.
 """
 
 import threading
@@ -73,6 +86,7 @@ class ProviderDirectory:
         self._listed_at = None
         self._tree_sizes = {}
         self._sharing = None
+        self._inventories = {}
         #: Calls made, by kind (``listing``, ``name``, ``sharing``).
         self.calls = {'listing': 0, 'name': 0, 'sharing': 0}
 
@@ -142,6 +156,29 @@ class ProviderDirectory:
             self._uuids = {name: known for name, known in self._uuids.items()
                            if known != uuid}
             self._tree_sizes.pop(uuid, None)
+            self._inventories.pop(uuid, None)
+
+    def inventories(self, uuid: str, generation: int
+                    ) -> typing.Optional[typing.Mapping]:
+        """The inventories answer of provider ``uuid`` kept by
+        :meth:`keep_inventories`, if it was read at ``generation`` at
+        most ``relist_after`` seconds ago; else None."""
+        with self._lock:
+            kept = self._inventories.get(uuid)
+        if kept is None:
+            return None
+        read_at, answer = kept
+        if (answer['resource_provider_generation'] != generation or
+                self.clock() - read_at >= self.relist_after):
+            return None
+        return answer
+
+    def keep_inventories(self, uuid: str, answer: typing.Mapping):
+        """Keep ``answer`` (``GET /resource_providers/{uuid}/inventories``,
+        with its ``resource_provider_generation``) for :meth:`inventories`.
+        """
+        with self._lock:
+            self._inventories[uuid] = (self.clock(), answer)
 
     def is_flat(self, uuid: str) -> bool:
         """Whether the provider ``uuid`` was a tree of its own, without

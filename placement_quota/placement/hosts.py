@@ -125,15 +125,16 @@ class HostResources:
                          'it counts only as a host.', hostname)
                 return {}
             try:
-                inventories = self.client.get(
-                    '/resource_providers/%s/inventories' % uuid)[
-                    'inventories']
+                answer = self.client.get(
+                    '/resource_providers/%s/inventories' % uuid)
             except placement_client.NotFound:
                 # Deleted (and maybe created again) since it was listed.
                 self.directory.forget(uuid)
                 continue
+            # A live capacity read of this host saves a call with it.
+            self.directory.keep_inventories(uuid, answer)
             return {rc: inv['total'] - inv.get('reserved', 0)
-                    for rc, inv in inventories.items()
+                    for rc, inv in answer['inventories'].items()
                     if rc in CLASSES}
         return {}
 

@@ -16,12 +16,15 @@ bound allows."""
 
 import uuid
 
+import hypothesis
+from hypothesis import strategies as st
 import testtools
 
 from placement_quota.placement import capacity
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import directory
 from placement_quota.placement import embedded
+from placement_quota.placement import hosts
 from tests.fixtures import placement as placement_fixtures
 from tests.functional import test_faults
 
@@ -220,3 +223,117 @@ class TestSharingClasses(DirectoryTestCase):
         self.assertNotIn(late, self.directory.sharing_classes())
         self.clock.now += 1
         self.assertIn(late, self.directory.sharing_classes())
+
+
+def _inventory(total, reserved=0):
+    return {'total': total, 'reserved': reserved, 'min_unit': 1,
+            'max_unit': total, 'step_size': 1, 'allocation_ratio': 1.0}
+
+
+class TestInventoriesKept(DirectoryTestCase):
+    """A host's live read takes the inventories kept at its current
+    generation: one call (its usages) instead of two, the same answer."""
+
+    def setUp(self):
+        super().setUp()
+        self.vcpu = self.new_class()
+        _, self.rp = self.provider(inventories={self.vcpu: _inventory(8)})
+
+    def read(self):
+        """(answer, calls): a read of the host through the directory."""
+        before = self.client.calls
+        inventories, usages = capacity.read_provider(
+            self.client, self.rp, known=self.directory)
+        found = capacity.combine(inventories['inventories'],
+                                 usages['usages'])
+        return found, self.client.calls - before
+
+    def uncached(self):
+        inventories, usages = capacity.read_provider(self.client, self.rp)
+        return capacity.combine(inventories['inventories'],
+                                usages['usages'])
+
+    def allocate(self, amount):
+        consumer = str(uuid.uuid4())
+        self.client.put('/allocations/%s' % consumer, json={
+            'allocations': {self.rp: {'resources': {self.vcpu: amount}}},
+            'project_id': 'p', 'user_id': 'u', 'consumer_generation': None,
+            'consumer_type': 'INSTANCE'})
+        return consumer
+
+    def set_total(self, total):
+        generation = self.client.get(
+            '/resource_providers/%s' % self.rp)['generation']
+        self.client.put('/resource_providers/%s/inventories' % self.rp,
+                        json={'resource_provider_generation': generation,
+                              'inventories': {self.vcpu: _inventory(total)}})
+
+    def test_the_first_read_makes_two_calls(self):
+        self.assertEqual(2, self.read()[1])
+
+    def test_a_host_unchanged_since_is_read_in_one_call(self):
+        first, _ = self.read()
+        again, calls = self.read()
+        self.assertEqual((first, 1), (again, calls))
+
+    def test_new_inventories_are_read_at_their_generation(self):
+        self.read()
+        self.set_total(4)
+        found, calls = self.read()
+        self.assertEqual((4, 2), (found[self.vcpu].capacity, calls))
+
+    def test_an_allocation_since_is_seen(self):
+        self.read()
+        self.allocate(3)
+        found, _ = self.read()
+        self.assertEqual((3, 5), (found[self.vcpu].used,
+                                  found[self.vcpu].free))
+
+    def test_a_free_that_keeps_the_generation_is_seen(self):
+        consumer = self.allocate(3)
+        self.read()
+        # Placement frees without moving the provider's generation.
+        self.client.delete('/allocations/%s' % consumer)
+        found, calls = self.read()
+        self.assertEqual(self.uncached(), found)
+        self.assertEqual(0, found[self.vcpu].used)
+
+    def test_kept_inventories_are_used_for_relist_after_at_most(self):
+        self.read()
+        self.clock.now += 59
+        self.assertEqual(1, self.read()[1])
+        self.clock.now += 1   # 60 s after the read that kept them
+        self.assertEqual(2, self.read()[1])
+
+    def test_a_forgotten_provider_is_read_whole(self):
+        self.read()
+        self.directory.forget(self.rp)
+        self.assertEqual(2, self.read()[1])
+
+    def test_the_inventories_a_host_lease_read_are_kept(self):
+        name = self.client.get('/resource_providers/%s' % self.rp)['name']
+        hosts.HostResources(self.client, directory=self.directory)(name)
+        self.assertEqual(1, self.read()[1])
+
+    @hypothesis.settings(max_examples=15, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(st.lists(st.one_of(
+        st.tuples(st.just('total'), st.integers(1, 16)),
+        st.tuples(st.just('allocate'), st.integers(1, 4)),
+        st.tuples(st.just('free'), st.integers(0, 5)),
+        st.tuples(st.just('later'), st.integers(0, 90))), max_size=8))
+    def test_every_read_equals_a_read_without_kept_inventories(self, steps):
+        consumers = []
+        for step, value in steps:
+            if step == 'total':
+                used = self.uncached()[self.vcpu].used
+                self.set_total(max(value, used))
+            elif step == 'allocate':
+                if self.uncached()[self.vcpu].free >= value:
+                    consumers.append(self.allocate(value))
+            elif step == 'free' and consumers:
+                self.client.delete('/allocations/%s' % consumers.pop(
+                    value % len(consumers)))
+            elif step == 'later':
+                self.clock.now += value
+            self.assertEqual(self.uncached(), self.read()[0])
