@@ -245,10 +245,10 @@ def read_provider(client, provider_uuid, known=None):
 
     ``known`` (a :class:`~placement_quota.placement.directory.
     ProviderDirectory`) keeps inventories by generation: the usages are
-    read first, and inventories kept at their generation are used
-    without a call (the provider has not changed since); inventories read
-    are kept (from the time of their read: a use does not make them
-    younger).
+    read first, and inventories kept at their generation, of the classes
+    the usages name, are used without a call (the provider has not
+    changed since); inventories read are kept (from the time of their
+    read: a use does not make them younger).
 
     :raises placement_client.NotFound: for an unknown provider.
     """
@@ -257,7 +257,11 @@ def read_provider(client, provider_uuid, known=None):
         usages = client.get(base + '/usages')
         generation = usages['resource_provider_generation']
         inventories = known.inventories(provider_uuid, generation)
-        if inventories is not None:
+        # Usages name exactly the provider's inventory classes; other
+        # names mean a class renamed since (Placement's PUT
+        # /resource_classes below microversion 1.7 moves no generation).
+        if inventories is not None and (
+                set(inventories['inventories']) == set(usages['usages'])):
             return inventories, usages
         inventories = client.get(base + '/inventories')
         if inventories['resource_provider_generation'] == generation:

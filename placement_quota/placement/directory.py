@@ -47,9 +47,16 @@ of two. That is exact: Placement moves a provider's generation with every
 change of its inventories, so inventories read at the generation the
 usages are read at are its inventories now. (Frees do not move it, but
 they change usages, which are read every time.) Kept inventories are
-used for ``relist_after`` seconds at most, and forgotten with their
-provider: a provider deleted and created again under its UUID starts its
-generations again.
+used for ``relist_after`` seconds at most, from their read, and only when
+the usages name the same classes (a custom class renamed, which
+Placement allows below microversion 1.7 without moving generations, is
+read again). They are dropped when a reader finds their provider gone
+(:meth:`ProviderDirectory.forget`) and at each listing, with providers
+no longer listed or listed at a lower generation than kept (deleted and
+created again under their UUID: generations start again). What is left:
+a provider deleted and created again under its UUID, with the same
+classes, reaching the kept generation, all within ``relist_after`` of
+the kept read and before the next listing.
 """
 
 import threading
@@ -142,11 +149,19 @@ class ProviderDirectory:
         for rp in listing['resource_providers']:
             root = rp.get('root_provider_uuid') or rp['uuid']
             sizes[root] = sizes.get(root, 0) + 1
+        generations = {rp['uuid']: rp['generation']
+                       for rp in listing['resource_providers']}
         with self._lock:
             self.calls['listing'] += 1
             # Names gone from Placement go from here too.
             self._uuids = uuids
             self._tree_sizes = sizes
+            # And kept inventories of providers gone, or created again
+            # under their UUID (generations started again).
+            self._inventories = {
+                uuid: kept for uuid, kept in self._inventories.items()
+                if generations.get(uuid, -1) >=
+                kept[1]['resource_provider_generation']}
         LOG.debug('Listed %d resource providers.', len(uuids))
 
     def forget(self, uuid: str):

@@ -315,6 +315,36 @@ class TestInventoriesKept(DirectoryTestCase):
         hosts.HostResources(self.client, directory=self.directory)(name)
         self.assertEqual(1, self.read()[1])
 
+    def test_a_class_renamed_since_is_read_again(self):
+        self.read()
+        renamed = self.new_class()
+        self.client.delete('/resource_classes/%s' % renamed)
+        # Below microversion 1.7 PUT renames a custom class, inventories
+        # and all, without moving the provider's generation.
+        self.client.request('PUT', '/resource_classes/%s' % self.vcpu,
+                            json={'name': renamed}, version=(1, 6))
+        found, calls = self.read()
+        self.assertEqual(([renamed], 2), (sorted(found), calls))
+
+    def test_a_provider_created_again_under_its_uuid_is_dropped_at_a_listing(
+            self):
+        name = self.client.get('/resource_providers/%s' % self.rp)['name']
+        consumers = [self.allocate(1), self.allocate(1)]
+        self.read()   # kept at generation 3
+        for consumer in consumers:
+            self.client.delete('/allocations/%s' % consumer)
+        self.client.delete('/resource_providers/%s' % self.rp)
+        self.client.post('/resource_providers',
+                         json={'name': name, 'uuid': self.rp})
+        self.set_total(2)   # generation 1
+        self.clock.now += 30
+        self.directory.uuids(['dir-unknown-%s' % uuid.uuid4().hex])
+        self.allocate(1)
+        self.allocate(1)   # generation 3 again, other inventories
+        found, _ = self.read()
+        self.assertEqual((2, 2), (found[self.vcpu].capacity,
+                                  found[self.vcpu].used))
+
     @hypothesis.settings(max_examples=15, deadline=None, database=None,
                          suppress_health_check=list(hypothesis.HealthCheck))
     @hypothesis.given(st.lists(st.one_of(

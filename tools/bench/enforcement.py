@@ -70,10 +70,9 @@ def bare_app(environ, start_response):
     return [b'']
 
 
-def parse_only_app(environ, start_response):
-    from placement_quota import lease
+def parse_only_app(environ, start_response, parse_body):
     length = int(environ.get('CONTENT_LENGTH') or 0)
-    lease.parse_body('check-create', environ['wsgi.input'].read(length))
+    parse_body('check-create', environ['wsgi.input'].read(length))
     start_response('204 No Content', [])
     return [b'']
 
@@ -85,6 +84,7 @@ def serve(threads, log_file):
     from placement_quota import conf as pq_conf
     from placement_quota import filters
     from placement_quota.filters import chain as chain_mod
+    from placement_quota import lease
     from placement_quota import wsgi_server
 
     conf = pq_conf.new_config([], config_files=[])
@@ -102,7 +102,8 @@ def serve(threads, log_file):
         if path.startswith('/bare/'):
             return bare_app(environ, start_response)
         if path.startswith('/parse/'):
-            return parse_only_app(environ, start_response)
+            return parse_only_app(environ, start_response,
+                                  lease.parse_body)
         return chain_app(environ, start_response)
 
     def ready(server):

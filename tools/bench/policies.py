@@ -169,7 +169,7 @@ def analyze(engine):
     no statistics by itself (and plans these queries the same without
     them): it is left as a deployment has it."""
     dialect = engine.dialect.name
-    if dialect not in ('postgresql', 'mysql'):
+    if dialect not in ('postgresql', 'mysql', 'mariadb'):
         return
     tables = ', '.join(models.metadata.tables)
     with engine.begin() as connection:
