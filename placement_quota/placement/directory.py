@@ -143,14 +143,12 @@ class ProviderDirectory:
             # meanwhile look names up alone rather than each list again.
             self._listed_at = listed_at
         listing = self.client.get('/resource_providers')
-        uuids = {rp['name']: rp['uuid']
-                 for rp in listing['resource_providers']}
-        sizes = {}
+        uuids, sizes, generations = {}, {}, {}
         for rp in listing['resource_providers']:
+            uuids[rp['name']] = rp['uuid']
+            generations[rp['uuid']] = rp['generation']
             root = rp.get('root_provider_uuid') or rp['uuid']
             sizes[root] = sizes.get(root, 0) + 1
-        generations = {rp['uuid']: rp['generation']
-                       for rp in listing['resource_providers']}
         with self._lock:
             self.calls['listing'] += 1
             # Names gone from Placement go from here too.
