@@ -21,7 +21,9 @@ subprocess on loopback) and a real ledger database:
    and over a year. Each request is a new lease of a random project, half
    instance and half host reservations; it is recorded when allowed, so the
    ledger grows as the run goes. No existing service has these policies, so
-   there is no baseline; the goal is p99 under 20 ms at 100000 leases.
+   there is no baseline; the goals at 100000 leases and 1000 hosts are p99
+   under 20 ms with the caches (``--capacity-max-age`` at most 5 s) and
+   under 40 ms with Placement read live.
 2. **Placement /usages reads to find how many instances fit a quota**:
    ours reads the project's usage once and divides
    (``nova_quota.instances_that_fit``); Nova's unified limits
@@ -77,7 +79,9 @@ from placement_quota.placement import usage as placement_usage  # noqa
 from placement_quota import wsgi_server  # noqa: E402
 from tools.bench import common  # noqa: E402
 
+# p99 goals: with the caches (capacity_max_age at most 5 s), and live.
 GOAL_P99_MS = 20.0
+GOAL_LIVE_P99_MS = 40.0
 FILTERS = ['MaximumReservationLengthFilter', 'ReservationSizeFilter',
            'LeaseCountFilter', 'NovaQuotaFilter', 'PlacementCapacityFilter',
            'CreditFilter', 'ProjectTreeLimitFilter']
@@ -197,7 +201,7 @@ def write_files(directory, projects):
 def configure(directory, endpoint, connection, paths):
     path = os.path.join(directory, 'bench.conf')
     with open(path, 'w') as f:
-        f.write('[ledger]\nconnection = %s\n'
+        f.write('[database]\nconnection = %s\n'
                 '[placement]\nauth_type = admin_token\nendpoint = %s\n'
                 'token = admin\n' % (connection, endpoint))
     conf = pq_conf.new_config([], config_files=[path])
@@ -398,7 +402,7 @@ def main(argv=None):
             '%.0f ms)\n'
             % (len(FILTERS), args.leases, result['ledger'], args.hosts,
                phase['capacity_max_age'], phase['p50_ms'],
-               phase['p95_ms'], phase['p99_ms'], GOAL_P99_MS))
+               phase['p95_ms'], phase['p99_ms'], phase['goal_p99_ms']))
     sys.stderr.write(
         'instances that fit: ours %d /usages read, Nova\'s loop %d '
         '(max_count %d, %d fit)\n'
@@ -416,7 +420,14 @@ def summary(max_age, timings, statuses):
             'p95_ms': round(common.percentile(timings, 0.95), 2),
             'p99_ms': round(common.percentile(timings, 0.99), 2),
             'max_ms': round(max(timings), 2),
-            'goal_met': common.percentile(timings, 0.99) < GOAL_P99_MS}
+            'goal_p99_ms': goal_p99_ms(max_age),
+            'goal_met': common.percentile(timings, 0.99) < goal_p99_ms(
+                max_age)}
+
+
+def goal_p99_ms(max_age):
+    """The p99 goal of a phase: live (0) or with the caches."""
+    return GOAL_P99_MS if max_age else GOAL_LIVE_P99_MS
 
 
 if __name__ == '__main__':
