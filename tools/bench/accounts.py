@@ -162,7 +162,7 @@ class Admin:
     def __init__(self, state_dir, placement_url, nova_url=None):
         conf = pq_conf.new_config([], config_files=[])
         conf.set_override('connection', 'sqlite:///%s/ledger.sqlite'
-                          % state_dir, 'ledger')
+                          % state_dir, 'database')
         self.conf = conf
         self.client = placement_client.PlacementClient.from_endpoint(
             placement_url, embedded.NOAUTH_HEADERS, timeout=REQUEST_TIMEOUT)

@@ -71,7 +71,7 @@ def configure(directory, fixture):
     conf = pq_conf.new_config([], config_files=[])
     chain_mod.register_filter_opts(conf, filters_mod.all_filters)
     conf.set_override('connection', 'sqlite:///%s' % os.path.join(
-        directory, 'ledger.sqlite'), 'ledger')
+        directory, 'ledger.sqlite'), 'database')
     conf.set_override('count_host_resources', False, 'ledger')
     conf.set_override('enabled_filters', FILTERS, 'enforcement')
     conf.set_override('reservation_max_length', 7 * 86400, 'enforcement')
