@@ -18,9 +18,11 @@ each decision's hosts, the capacity view's refresh, quota reads ahead of
 time -- and a connection past the pool is closed after its call (urllib3
 logs "Connection pool is full, discarding connection") and opened again
 for the next: with TLS, a handshake a call. The sessions placement-quota
-builds to Placement, Nova and Keystone keep :data:`POOL_SIZE`.
+builds to Placement, Nova and Keystone from its configuration
+(:func:`from_conf`) keep :data:`POOL_SIZE`.
 """
 
+from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 
 #: Connections a session keeps open to each host: one for each call a
@@ -48,3 +50,11 @@ def keep_connections(session, size=POOL_SIZE):
         if current is old:
             session.session.mount(scheme, adapter)
     return session
+
+
+def from_conf(conf, group, auth):
+    """keystoneauth's session of the options of ``group`` (timeouts, TLS),
+    with ``auth``, keeping :data:`POOL_SIZE` connections open to each
+    host."""
+    return keep_connections(
+        ks_loading.load_session_from_conf_options(conf, group, auth=auth))

@@ -103,9 +103,7 @@ class FlavorReader:
         if auth is None:
             # openstacksdk needs a plugin to find its endpoint.
             auth = noauth.NoAuth(endpoint=conf.nova.endpoint_override)
-        session = sessions.keep_connections(
-            ks_loading.load_session_from_conf_options(conf, group,
-                                                      auth=auth))
+        session = sessions.from_conf(conf, group, auth)
         return cls.from_session(
             session, conf.nova.endpoint_override,
             ttl=conf.nova.flavor_cache_ttl,

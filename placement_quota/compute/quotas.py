@@ -96,9 +96,7 @@ class LegacyQuotas:
                 'nova_quota_source = legacy needs the Nova API: set the '
                 'keystoneauth options of [nova] (auth_type, auth_url, ...) '
                 'or [nova] endpoint_override.')
-        session = sessions.keep_connections(
-            ks_loading.load_session_from_conf_options(conf, group,
-                                                      auth=auth))
+        session = sessions.from_conf(conf, group, auth)
         adapter = ks_loading.load_adapter_from_conf_options(
             conf, group, session=session, auth=auth, raise_exc=False)
         return cls(adapter, conf.nova.endpoint_override or

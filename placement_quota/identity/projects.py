@@ -34,8 +34,7 @@ def connection(conf):
             'No credentials in [keystone]: set auth_type, auth_url, '
             'username, password and the project options so placement-quota '
             'can look projects up in Keystone.')
-    session = sessions.keep_connections(
-        ks_loading.load_session_from_conf_options(conf, group, auth=auth))
+    session = sessions.from_conf(conf, group, auth)
     return openstack.connection.Connection(
         session=session, region_name=conf.keystone.region_name,
         identity_interface=conf.keystone.interface)

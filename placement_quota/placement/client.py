@@ -342,9 +342,7 @@ class PlacementClient:
                 raise NotConfigured(NOT_CONFIGURED)
             LOG.info('Placement: %s', client.description)
             return client
-        session = sessions.keep_connections(
-            ks_loading.load_session_from_conf_options(conf, group,
-                                                      auth=auth))
+        session = sessions.from_conf(conf, group, auth)
         adapter = ks_loading.load_adapter_from_conf_options(
             conf, group, session=session, auth=auth, raise_exc=False)
         client = cls(adapter, options.endpoint_override or 'Placement of '
