@@ -12,7 +12,7 @@
 """Benchmark: POST /v1/check-create through the chain vs a bare endpoint.
 
 One server process (the same threaded cheroot server and logging as
-``placement-quota serve``) mounts both: ``/v1/...`` is the enforcement app
+``placement-quota serve``) mounts three: ``/v1/...`` is the enforcement app
 running MaximumReservationLengthFilter and ExternalServiceFilter (no endpoint
 set), ``/bare/check-create`` a WSGI function that reads the body and answers
 204 (the ceiling), and ``/parse/check-create`` one that also parses and
