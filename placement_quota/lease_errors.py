@@ -26,6 +26,8 @@ from typing import Any
 class PayloadError(ValueError):
     """A payload field is missing or wrong; names the field and the value."""
 
+    http_status = 400
+
     def __init__(self, field: str, reason: str, value: Any = None,
                  has_value: bool = True):
         self.field = field

@@ -20,8 +20,14 @@ logs "Connection pool is full, discarding connection") and opened again
 for the next: with TLS, a handshake a call. The sessions placement-quota
 builds to Placement, Nova and Keystone from its configuration
 (:func:`from_conf`) keep :data:`POOL_SIZE`.
+
+:func:`is_outage` is how the adapters built on these sessions (Placement,
+Nova, Keystone) tell keystoneauth's "the service is down" from its other
+errors, to raise their
+:class:`~placement_quota.errors.DependencyUnavailable`.
 """
 
+from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 
@@ -58,3 +64,21 @@ def from_conf(conf, group, auth):
     host."""
     return keep_connections(
         ks_loading.load_session_from_conf_options(conf, group, auth=auth))
+
+
+def is_outage(exc):
+    """Whether keystoneauth's error ``exc`` (or what it was raised from
+    or while handling) says the service -- or Keystone, for a token --
+    is down: a connection refused, reset or timed out, or a 5xx answer.
+    A 4xx (credentials refused, forbidden), a missing endpoint or a
+    configuration error is no outage. The first keystoneauth error found
+    decides."""
+    seen = 0
+    while exc is not None and seen < 16:
+        if isinstance(exc, ks_exceptions.ConnectionError):
+            return True
+        if isinstance(exc, ks_exceptions.HttpError):
+            return (exc.http_status or 0) >= 500
+        seen += 1
+        exc = exc.__cause__ or exc.__context__
+    return False

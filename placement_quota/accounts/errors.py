@@ -13,13 +13,18 @@
 
 Each error carries a message naming the field and the value, and extra
 details (``body``: the field, the value, and what else helps the caller).
-They know nothing of HTTP: the admin API maps each class to its status
-(:data:`placement_quota.api.admin.STATUS`), the CLI prints the message.
+Each class carries the HTTP status that answers it (``http_status``,
+read by :func:`placement_quota.errors.status_of` for the admin API); the
+CLI prints the message.
 """
+
+from placement_quota import errors as pq_errors
 
 
 class AccountError(Exception):
     """An account operation failed: ``message`` and details (``body``)."""
+
+    http_status = 400
 
     def __init__(self, message, **body):
         super().__init__(message)
@@ -30,17 +35,25 @@ class AccountError(Exception):
 class Invalid(AccountError):
     """The request itself is wrong (a field, a parameter, a body)."""
 
+    http_status = 400
+
 
 class NotFound(AccountError):
     """No such account, or no such consumer or lease of the account."""
+
+    http_status = 404
 
 
 class Gone(AccountError):
     """The account is deleted, and still recoverable."""
 
+    http_status = 410
+
 
 class Conflict(AccountError):
     """The change contradicts the accounts' current state."""
+
+    http_status = 409
 
 
 class OverLimit(Conflict):
@@ -51,6 +64,12 @@ class PreconditionFailed(AccountError):
     """The resources changed since they were read (``If-Match``, or a
     concurrent change during a move)."""
 
+    http_status = 412
 
-class SourceUnavailable(AccountError):
-    """Placement could not be read or written."""
+
+class SourceUnavailable(AccountError, pq_errors.DependencyUnavailable):
+    """Placement could not be read or written (502: the admin API is a
+    gateway to it)."""
+
+    service = 'placement'
+    http_status = 502

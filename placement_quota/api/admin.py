@@ -34,7 +34,8 @@ Resources (``{account_id}`` percent-encoded, see
 The handlers are thin: parse (:mod:`placement_quota.api.admin_http`:
 raw path, query, strict JSON bodies, ``X-Account-*`` headers), call
 :class:`~placement_quota.accounts.service.Accounts`, serialize. Its errors
-become HTTP answers through one table, :data:`STATUS`.
+become HTTP answers through their classes' ``http_status``
+(:func:`placement_quota.errors.status_of`).
 
 Before authentication, :class:`~placement_quota.api.admin_guard.
 RequestGuard` refuses what a web page could send: a ``Host`` the API does
@@ -59,6 +60,7 @@ from placement_quota.api import admin_guard
 from placement_quota.api import admin_http
 from placement_quota.api import app as api_app
 from placement_quota.api import util
+from placement_quota import errors as pq_errors
 from placement_quota import audit
 from placement_quota import healthcheck as pq_healthcheck
 from placement_quota.ledger import report as ledger_report
@@ -68,26 +70,21 @@ from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
 
-#: The HTTP status of each account error (the nearest class in the error's
-#: MRO wins: OverLimit is a Conflict).
-STATUS = {
-    errors.AccountError: 400,
-    errors.Invalid: 400,
-    errors.NotFound: 404,
-    errors.Gone: 410,
-    errors.Conflict: 409,
-    errors.OverLimit: 409,
-    errors.PreconditionFailed: 412,
-    errors.SourceUnavailable: 502,
-}
-
 
 def status_of(error):
-    """The HTTP status answering the account error ``error``."""
-    for cls in type(error).__mro__:
-        if cls in STATUS:
-            return STATUS[cls]
-    raise TypeError('%s is not an account error' % type(error).__name__)
+    """The HTTP status answering the account error ``error`` (its class's
+    ``http_status``: :func:`placement_quota.errors.status_of`)."""
+    if not isinstance(error, errors.AccountError):
+        raise TypeError('%s is not an account error' % type(error).__name__)
+    return pq_errors.status_of(error)
+
+
+def _unavailable_message(exc):
+    """What the admin API answers an outage: which service, and why."""
+    if isinstance(exc, ledger_errors.LedgerUnavailable):
+        return ('The ledger database did not answer in time; try again '
+                'later: %s' % exc)
+    return pq_errors.outage(exc)
 
 
 class AdminAPI:
@@ -115,12 +112,12 @@ class AdminAPI:
         except ids.InvalidAccountId as exc:
             response = util.HTTPError(400, str(exc), field=exc.field,
                                       value=exc.value).response()
-        except ledger_errors.LedgerUnavailable as exc:
-            LOG.error('%s %s: the ledger did not answer: %s', req.method,
-                      req.environ.get('PATH_INFO'), exc)
+        except pq_errors.DependencyUnavailable as exc:
+            LOG.error('%s %s: the %s did not answer: %s', req.method,
+                      req.environ.get('PATH_INFO'), exc.service, exc)
             response = util.HTTPError(
-                503, 'The ledger database did not answer in time; try '
-                'again later: %s' % exc).response()
+                pq_errors.status_of(exc), _unavailable_message(exc)
+            ).response()
         LOG.debug('%s %s %s', req.method, req.environ.get('PATH_INFO'),
                   response.status_int)
         return response(environ, start_response)

@@ -27,6 +27,7 @@ how long.
 from oslo_log import log as logging
 
 from placement_quota.api import util
+from placement_quota import errors
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota import lease as lease_model
@@ -66,7 +67,8 @@ class Enforcement:
             request = lease_model.parse_body(kind, body)
         except lease_model.PayloadError as exc:
             _decided(kind, 'invalid')
-            raise util.HTTPError(400, str(exc), **_extra(exc))
+            raise util.HTTPError(errors.status_of(exc), str(exc),
+                                 **_extra(exc))
         except util.HTTPError:
             _decided(kind, 'invalid')
             raise
@@ -74,19 +76,21 @@ class Enforcement:
             self.chain.run(request)
         except base.EnforcementDenied as denial:
             _decided(kind, 'deny', denial.filter_name)
-            raise util.HTTPError(403, str(denial), filter=denial.filter_name)
+            raise util.HTTPError(errors.status_of(denial), str(denial),
+                                 filter=denial.filter_name)
         except lease_model.PayloadError as exc:
             _decided(kind, 'invalid')
-            raise util.HTTPError(400, str(exc), **_extra(exc))
+            raise util.HTTPError(errors.status_of(exc), str(exc),
+                                 **_extra(exc))
         except chain_mod.ServiceUnavailable as exc:
             _decided(kind, 'unavailable')
-            raise util.HTTPError(503, str(exc))
+            raise util.HTTPError(errors.status_of(exc), str(exc))
         except chain_mod.FilterError as exc:
             _decided(kind, 'error', exc.filter_name)
             raise util.HTTPError(
-                500, 'Enforcement filter %s failed; the service log has the '
-                'details (request %s).' % (exc.filter_name,
-                                           _request_id(req)),
+                errors.status_of(exc), 'Enforcement filter %s failed; the '
+                'service log has the details (request %s).'
+                % (exc.filter_name, _request_id(req)),
                 filter=exc.filter_name)
         _decided(kind, 'allow')
         return util.no_content()

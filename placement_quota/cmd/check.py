@@ -28,10 +28,13 @@ from cliff import show
 from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.cmd import serve
+from placement_quota import errors
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota import lease as lease_model
 
+#: Exit statuses: allowed, denied, could not answer (those of the HTTP
+#: answers the enforcement API gives: placement_quota.errors.exit_status).
 ALLOWED, DENIED, BAD_INPUT = 0, 1, main.BAD_INPUT
 
 
@@ -88,13 +91,13 @@ class _Check(common.Guarded, show.ShowOne):
             # A filter refused a value of the payload (su_factor...).
             return self._invalid(exc)
         except base.EnforcementDenied as denial:
-            self.exit_status = DENIED
+            self.exit_status = errors.exit_status(errors.status_of(denial))
             return columns, ('denied', denial.filter_name, str(denial),
                              ', '.join(chain.names))
         except chain_mod.FilterError as exc:
             # Could not answer: one line on stderr, the row on stdout.
             self.app.stderr.write('placement-quota: %s\n' % exc)
-            self.exit_status = BAD_INPUT
+            self.exit_status = errors.exit_status(errors.status_of(exc))
             return columns, ('error', exc.filter_name, str(exc),
                              ', '.join(chain.names))
         self.exit_status = ALLOWED

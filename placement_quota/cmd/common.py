@@ -33,6 +33,7 @@ from oslo_log import log as logging
 
 from placement_quota.accounts import errors as account_errors
 from placement_quota.cmd import main
+from placement_quota import errors
 from placement_quota.identity import projects as identity_projects
 from placement_quota import lease as lease_model
 from placement_quota import lease_errors
@@ -182,6 +183,8 @@ def failure_message(exc):
     if isinstance(exc, (sources.SourceError,
                         identity_projects.KeystoneNotConfigured)):
         return 'cannot read the limits: %s' % exc
+    if isinstance(exc, errors.DependencyUnavailable):
+        return str(exc)
     if isinstance(exc, ks_exceptions.ClientException):
         return 'cannot authenticate or reach a service: %s' % exc
     if isinstance(exc, (cfg.Error, ValueError)):

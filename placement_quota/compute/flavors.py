@@ -64,8 +64,20 @@ class FlavorNotFound(FlavorError):
     """Nova does not know the flavor (or does not show it to us)."""
 
 
-class FlavorUnavailable(quotas.QuotaSourceError):
+class FlavorUnavailable(quotas.QuotaSourceUnavailable):
     """Nova did not answer, or answered 5xx: an outage (503)."""
+
+
+def unreadable(message, cause, status=None):
+    """What a flavor read that failed otherwise than "not found" or
+    "refused" raises: :class:`FlavorUnavailable` when Nova answered 5xx
+    or did not answer (keystoneauth's ``cause``,
+    :func:`~placement_quota.sessions.is_outage`), else a
+    :class:`~placement_quota.compute.quotas.QuotaSourceError` (a missing
+    endpoint, an openstacksdk error: a bug or a misconfiguration, 500)."""
+    if (status is not None and status >= 500) or sessions.is_outage(cause):
+        return FlavorUnavailable(message, status=status)
+    return quotas.QuotaSourceError(message, status=status)
 
 
 class FlavorReader:
@@ -182,14 +194,14 @@ class FlavorReader:
                                ' '.join(str(exc.details or exc).split())
                                [:300]))
             if status is None or status >= 500:
-                raise FlavorUnavailable(message, status=status) from exc
+                raise unreadable(message, exc, status) from exc
             raise FlavorError(message, flavor_id) from exc
         except (ks_exceptions.ConnectionError,
                 ks_exceptions.EndpointNotFound,
                 sdk_exceptions.SDKException) as exc:
-            raise FlavorUnavailable(
+            raise unreadable(
                 'Cannot read flavor %s from Nova: %s failed: %s'
-                % (flavor_id, where, exc)) from exc
+                % (flavor_id, where, exc), exc) from exc
         body = found.to_dict(computed=False)
         body['id'] = found.id or flavor_id
         body['ram'] = found.ram

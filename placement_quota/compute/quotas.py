@@ -27,6 +27,7 @@ from oslo_log import log as logging
 
 from placement_quota.conf import _util
 from placement_quota.conf import nova as nova_conf
+from placement_quota import errors as pq_errors
 from placement_quota import metrics
 from placement_quota import sessions
 
@@ -45,6 +46,26 @@ class QuotaSourceError(Exception):
         self.project_id = project_id
         self.url = url
         self.status = status
+
+
+class QuotaSourceUnavailable(QuotaSourceError,
+                             pq_errors.DependencyUnavailable):
+    """Nova did not answer, answered 5xx, or no token could be had from
+    Keystone: an outage (503), not a refusal."""
+
+    service = 'nova'
+
+
+def source_error(message, cause=None, status=None, **details):
+    """The QuotaSourceError of a failed Nova call:
+    :class:`QuotaSourceUnavailable` when Nova answered 5xx (``status``)
+    or did not answer (keystoneauth's ``cause``: see
+    :func:`~placement_quota.sessions.is_outage`), else
+    :class:`QuotaSourceError` (a refusal, a malformed answer)."""
+    down = (status is not None and status >= 500) or (
+        status is None and cause is not None and sessions.is_outage(cause))
+    cls = QuotaSourceUnavailable if down else QuotaSourceError
+    return cls(message, status=status, **details)
 
 
 def parse_quota_set(body):
@@ -149,18 +170,18 @@ class LegacyQuotas:
         except ks_exceptions.ConnectTimeout as exc:
             # A read timeout too (keystoneauth raises ConnectTimeout for
             # any requests Timeout).
-            raise QuotaSourceError(
+            raise source_error(
                 'Cannot read the Nova quotas of project %s: Nova did not '
                 'answer GET %s %s: %s'
                 % (project_id, self._url(url), _within(self.timeout), exc),
-                project_id=project_id, url=self._url(url)) from exc
+                exc, project_id=project_id, url=self._url(url)) from exc
         except ks_exceptions.ClientException as exc:
-            raise QuotaSourceError(
+            raise source_error(
                 'Cannot read the Nova quotas of project %s: GET %s '
                 'failed: %s' % (project_id, self._url(url), exc),
-                project_id=project_id, url=self._url(url))
+                exc, project_id=project_id, url=self._url(url))
         if response.status_code != 200:
-            raise QuotaSourceError(
+            raise source_error(
                 'Cannot read the Nova quotas of project %s: GET %s '
                 'answered %d: %s'
                 % (project_id, response.url or self._url(url),

@@ -44,7 +44,7 @@ class EnforcementDenied(Exception):
     which turns it into the ``NotAuthorized`` Blazar's manager expects.
     """
 
-    code = 403
+    code = http_status = 403
 
     def __init__(self, message, filter_name=None):
         self.message = message

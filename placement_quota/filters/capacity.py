@@ -314,14 +314,14 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
             uuids.update(self.services.provider_directory.uuids(missing))
         return uuids
 
-    def prepare(self, context, lease):
+    def prepare(self, context, lease, flavors=None):
         """The eligible hosts and their room for each instance size of
         ``lease``, from Placement; None without instance reservations
         (Placement is not read)."""
         reservations = _instance_reservations(lease)
         if not reservations:
             return None
-        flavors = ledger_base.lease_flavors(self, lease)
+        flavors = self.flavors_of(lease, flavors)
         client = self.services.placement
         hosts = self._eligible(reservations)
         among = None if hosts is None else set(hosts.values())
@@ -349,7 +349,8 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         if read is None:
             # An admission opened without the prepare step (a caller of
             # admit() of its own): read Placement now.
-            read = self.prepare(admission.context, admission.lease)
+            read = self.prepare(admission.context, admission.lease,
+                                admission.flavors)
         hosts = read.hosts
         eligible = None if hosts is None else set(hosts.values())
         asked = {}

@@ -13,38 +13,28 @@
 
 A ledger filter implements :meth:`LedgerFilter.check` (create and update)
 and optionally :meth:`LedgerFilter.end`, both on an
-:class:`~placement_quota.ledger.admission.Admission`. Run by the chain, all
-ledger filters share one admission (one locked transaction; the entry is
-recorded once, after every filter allowed). Run alone, as blazar-manager
-does with in-process filters, each opens its own.
+:class:`~placement_quota.ledger.admission.Admission`. How an admission is
+planned and run is :mod:`placement_quota.filters.admit`'s alone: run by
+the chain, all ledger filters share one admission (one locked
+transaction; the entry is recorded once, after every filter allowed).
+Run alone, as blazar-manager does with in-process filters, a filter is
+admitted alone, the same way.
 
 What a filter reads from outside the ledger (Placement) it reads in
 :meth:`LedgerFilter.prepare`, which runs before the admission takes its
-locks (the chain runs every ledger filter's, then opens the admission);
-:meth:`LedgerFilter.check` finds it again with
-``admission.prepared_for(self)``. A slow or hung Placement then never
-holds a ledger lock that other projects' requests wait for. The reserved
-hosts' resources are read the same way (:func:`prefetch_hosts`), and so
-are the Nova flavors of ``flavor:instance`` reservations
-(:func:`prefetch_flavors`, before every filter's ``prepare``, which finds
-them with :func:`lease_flavors`; the admission hands them to
-``accounting.lease_amounts``).
+locks, and is given the Nova flavors of the lease's ``flavor:instance``
+reservations read beforehand; :meth:`LedgerFilter.check` finds what it
+read with ``admission.prepared_for(self)``. A slow or hung Placement
+then never holds a ledger lock that other projects' requests wait for.
 
-The ledger and the host resource reader come from the
-:class:`~placement_quota.services.Services` the filter is given; a filter
-built with ``conf`` alone makes its own.
+The ledger and the Placement client come from the
+:class:`~placement_quota.services.Services` the filter is given (the
+chain's; inside blazar-manager, :mod:`placement_quota.filters.
+blazar_compat` gives the manager's): a ledger filter never builds one.
 """
 
-import contextlib
-import contextvars
-
-from placement_quota.compute import flavor_rules
-from placement_quota.compute import flavors as flavors_mod
+from placement_quota.filters import admit as admit_mod
 from placement_quota.filters import base
-from placement_quota.ledger import accounting
-from placement_quota.ledger import admission as admission_mod
-from placement_quota import lease as lease_model
-from placement_quota import services as services_mod
 
 
 def when(moment):
@@ -65,102 +55,6 @@ def peak_text(peak):
         peak.amount, when(peak.at), when(peak.until))
 
 
-def prefetch_hosts(host_resources, lease):
-    """The resources of the hosts ``lease`` reserves, read now (before
-    the locks) from ``host_resources`` (a
-    :class:`~placement_quota.placement.hosts.HostResources`): a reader
-    that never calls Placement. None stays None."""
-    if host_resources is None:
-        return None
-    names = []
-    for reservation in lease.reservations_of(lease_model.HOST):
-        names.extend(accounting.host_names(reservation))
-    prefetch = getattr(host_resources, 'prefetch', None)
-    if prefetch is None:  # a plain callable: nothing to read beforehand
-        return host_resources
-    return prefetch(names)
-
-
-#: The flavors the chain read for the request being prepared.
-_FLAVORS = contextvars.ContextVar('placement_quota_flavors', default=None)
-
-
-def prefetch_flavors(filter_, lease, field='lease'):
-    """The flavors of ``lease``'s ``flavor:instance`` reservations, read
-    now (before the locks) through ``filter_.services.flavors``: a
-    :class:`~placement_quota.compute.flavors.Prefetched`, or None when the
-    lease has none.
-
-    A flavor that cannot be counted is a denial (labelled ``filter_``):
-    unknown to Nova, refused by Nova, with malformed or uncounted extra
-    specs, or no Nova configured. A reservation without a flavor ID, or
-    amounts past the ledger's bounds, is a
-    :class:`~placement_quota.lease.PayloadError`. Nova not answering is
-    :class:`~placement_quota.compute.flavors.FlavorUnavailable` (503).
-    """
-    found = accounting.flavor_ids(lease)
-    if not found:
-        return None
-    for index, reservation, flavor_id in found:
-        if flavor_id is None:
-            raise lease_model.PayloadError(
-                '%s.reservations[%d].flavor_id' % (field, index),
-                'is required for a flavor:instance reservation',
-                has_value=False)
-    try:
-        reader = filter_.services.flavors
-        flavors = reader.prefetch(f for _, _, f in found)
-        for flavor in flavors.flavors.values():
-            flavor_rules.placement_resources(flavor)
-            flavor_rules.nova_resources(flavor)
-    except flavors_mod.FlavorError as exc:
-        raise filter_.deny(_flavor_denial(exc, found, field)) from None
-    except flavor_rules.MalformedFlavor as exc:
-        raise filter_.deny(
-            '%s %s cannot count this flavor; it is refused.'
-            % (_flavor_denial(exc, found, field), filter_.name)) from None
-    accounting.check_flavor_totals(lease, flavors, field)
-    return flavors
-
-
-def _flavor_denial(exc, found, field):
-    flavor_id = getattr(exc, 'flavor_id', None)
-    for index, _, fid in found:
-        if fid == flavor_id:
-            return '%s.reservations[%d].flavor_id: %s' % (field, index, exc)
-    return str(exc)
-
-
-@contextlib.contextmanager
-def flavors_prefetched(flavors):
-    """Make ``flavors`` what :func:`lease_flavors` finds meanwhile."""
-    token = _FLAVORS.set(flavors)
-    try:
-        yield flavors
-    finally:
-        _FLAVORS.reset(token)
-
-
-def lease_flavors(filter_, lease):
-    """The flavors of ``lease`` the chain read before the prepare step,
-    else read now (:func:`prefetch_flavors`)."""
-    found = _FLAVORS.get()
-    if found is not None:
-        return found
-    return prefetch_flavors(filter_, lease)
-
-
-@contextlib.contextmanager
-def ledger_denials():
-    """The ledger's own refusals (an update of an ended lease) as a
-    denial."""
-    try:
-        yield
-    except admission_mod.Denied as exc:
-        raise base.EnforcementDenied(str(exc), filter_name='ledger') \
-            from None
-
-
 class LedgerFilter(base.BaseFilter):
     """A filter deciding on the ledger's data."""
 
@@ -170,9 +64,16 @@ class LedgerFilter(base.BaseFilter):
 
     def __init__(self, conf, services=None):
         if services is None:
-            services = services_mod.Services(conf)
+            raise TypeError(
+                '%s decides from the ledger: give it the Services of its '
+                'chain (%s(conf, services=...)); inside blazar-manager use '
+                'placement_quota.filters.blazar_compat, which does.'
+                % (type(self).__name__, type(self).__name__))
         super().__init__(conf, services)
         self.ledger = services.ledger
+        # Made now (and so the Placement client, when [ledger]
+        # count_host_resources is on): a Placement that cannot be used
+        # stops the service at start, not at its first request.
         self.host_resources = services.host_resources
 
     def ledger_locks(self, context):
@@ -186,12 +87,22 @@ class LedgerFilter(base.BaseFilter):
         None by default."""
         return []
 
-    def prepare(self, context, lease):
+    @admit_mod.nothing_to_prepare
+    def prepare(self, context, lease, flavors=None):
         """Read what :meth:`check` needs from outside the ledger, before
         the admission locks anything; the admission hands it back
         (``admission.prepared_for(self)``). ``lease`` is the lease to
-        check (the new state of an update). Nothing by default."""
+        check (the new state of an update), ``flavors`` its flavors
+        (read before, :func:`~placement_quota.filters.admit.
+        read_flavors`). Nothing by default."""
         return None
+
+    def flavors_of(self, lease, flavors=None):
+        """``flavors``, else the flavors of ``lease`` read now (a
+        prepare step called by itself, not by an admission)."""
+        if flavors is not None:
+            return flavors
+        return admit_mod.read_flavors(self.services, self, lease)
 
     def check(self, admission):
         """Raise :meth:`deny` to refuse the lease (create or update)."""
@@ -199,47 +110,25 @@ class LedgerFilter(base.BaseFilter):
     def end(self, admission):
         """The lease ends (the entry is closed after every filter)."""
 
-    @contextlib.contextmanager
     def _admit(self, kind, context, lease, current_lease=None):
-        context = self.context(context)
-        if admission_mod.current() is not None:
-            # The chain's admission: it ran the prepare step.
-            with admission_mod.admit(self.ledger, kind, context,
-                                     lease) as adm:
-                yield adm
-            return
-        prepared = {}
-        host_resources = flavors = None
-        locks = list(self.ledger_locks(context))
-        if kind != admission_mod.ON_END:
-            locks += self.lease_locks(lease)
-            if self.uses_flavors:
-                flavors = prefetch_flavors(self, lease)
-            with flavors_prefetched(flavors):
-                prepared[self] = self.prepare(context, lease)
-            host_resources = prefetch_hosts(self.host_resources, lease)
-        with ledger_denials():
-            with admission_mod.admit(
-                    self.ledger, kind, context, lease, current_lease,
-                    locks=locks,
-                    host_resources=host_resources,
-                    prepared=prepared, flavors=flavors) as adm:
-                yield adm
+        """This filter's admission alone (a chain admits its filters
+        together, and calls :meth:`check` and :meth:`end` itself)."""
+        return admit_mod.admit(self.services, [self], kind,
+                               self.context(context), lease, current_lease)
 
     def check_create(self, context, lease):
         lease = self.lease(lease)
-        with self._admit(admission_mod.CHECK_CREATE, context,
-                         lease) as adm:
+        with self._admit(admit_mod.CHECK_CREATE, context, lease) as adm:
             self.check(adm)
 
     def check_update(self, context, current_lease, lease):
         current_lease = self.lease(current_lease, 'current_lease')
         lease = self.lease(lease)
-        with self._admit(admission_mod.CHECK_UPDATE, context, lease,
+        with self._admit(admit_mod.CHECK_UPDATE, context, lease,
                          current_lease) as adm:
             self.check(adm)
 
     def on_end(self, context, lease):
         lease = self.lease(lease)
-        with self._admit(admission_mod.ON_END, context, lease) as adm:
+        with self._admit(admit_mod.ON_END, context, lease) as adm:
             self.end(adm)

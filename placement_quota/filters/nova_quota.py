@@ -353,7 +353,7 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
                             group.nova_quota_hosts_as_instances,
                             group.nova_quota_count_host_resources)
 
-    def prepare(self, context, lease):
+    def prepare(self, context, lease, flavors=None):
         """Read the quota and the usage (Keystone or Nova, and Placement)
         before the ledger locks anything, for a lease with hosts or
         instances; from :attr:`cache` for a lease starting in the future
@@ -362,7 +362,7 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
                 lease.reservations_of(lease_model.INSTANCE) or
                 lease.reservations_of(lease_model.FLAVOR)):
             return None
-        classes = tuple(self._classes(context, lease))
+        classes = tuple(self._classes(lease, flavors))
         max_age = self.conf.enforcement.nova_quota_max_age
         if not max_age:
             return QuotaRead(*self.reader.read(context.project_id, classes),
@@ -431,9 +431,9 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
                           admission.project_id, read.age)
         return read.limits, read.in_use
 
-    def _classes(self, context, lease):
+    def _classes(self, lease, flavors):
         """The ``class:*`` resources the lease's flavors ask for."""
-        flavors = ledger_base.lease_flavors(self, lease)
+        flavors = self.flavors_of(lease, flavors)
         if flavors is None:
             return ()
         return sorted(r for r in accounting.lease_amounts(

@@ -24,6 +24,7 @@ from oslo_log import log as logging
 from placement_quota.identity import projects
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
+from placement_quota import sessions
 
 LOG = logging.getLogger(__name__)
 
@@ -264,9 +265,18 @@ class KeystoneLimitSource(sources.LimitSource):
                 as exc:
             where = getattr(getattr(self.conn.session, 'auth', None),
                             'auth_url', None)
-            raise sources.SourceError('Cannot read %s from Keystone%s: %s' % (
-                what, ' at %s' % where if where else '', _reason(exc))) \
-                from exc
+            raise read_error(what, where, exc) from exc
+
+
+def read_error(what, where, exc):
+    """The SourceError of failing to read ``what`` from the Keystone at
+    ``where`` (None: unknown) because of keystoneauth's or openstacksdk's
+    ``exc``: :class:`~placement_quota.limits.sources.SourceUnavailable`
+    when Keystone is down (:func:`~placement_quota.sessions.is_outage`)."""
+    cls = (sources.SourceUnavailable if sessions.is_outage(exc)
+           else sources.SourceError)
+    return cls('Cannot read %s from Keystone%s: %s' % (
+        what, ' at %s' % where if where else '', _reason(exc)))
 
 
 def model_from_body(body):

@@ -11,8 +11,9 @@
 # under the License.
 """One decision on one lease, from locked ledger data to the recorded entry.
 
-The filter chain opens an :class:`Admission` around all the filters that
-use the ledger (:func:`admit`): one database transaction that locks the
+An admission (planned and run by :mod:`placement_quota.filters.admit`)
+opens an :class:`Admission` around the filters that use the ledger
+(:func:`admit`): one database transaction that locks the
 project (and what the policies ask for: the tree root, the capacity
 pools, the cloud-wide row), gives each policy the ledger's view of the
 lease's time window, and, when every filter allowed it, records the
@@ -46,12 +47,11 @@ resources read beforehand as ``host_resources``): a slow Placement never
 holds a ledger lock.
 
 A filter run on its own (Blazar calling one of our filters in-process)
-opens its own admission the same way; run inside the chain, it joins the
-chain's.
+is admitted alone the same way; run by the chain, it is admitted with
+the chain's other ledger filters, in one admission.
 """
 
 import contextlib
-import contextvars
 import time
 
 from oslo_log import log as logging
@@ -70,8 +70,6 @@ LOG = logging.getLogger(__name__)
 CHECK_CREATE = 'check-create'
 CHECK_UPDATE = 'check-update'
 ON_END = 'on-end'
-
-_CURRENT = contextvars.ContextVar('placement_quota_admission', default=None)
 
 
 class Denied(Exception):
@@ -300,15 +298,10 @@ def _text(value):
     return value if isinstance(value, str) else None
 
 
-def current():
-    """The admission the chain opened for this request, or None."""
-    return _CURRENT.get()
-
-
 @contextlib.contextmanager
 def admit(ledger, kind, context, lease, current_lease=None, locks=(),
           host_resources=None, prepared=None, flavors=None):
-    """Join the open admission, or open one: lock, decide, record.
+    """Open an admission: lock, decide, record.
 
     The block decides (raising denies); the entry is recorded when it
     returns normally. ``locks`` are taken with the project's own, in the
@@ -316,20 +309,12 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
     what its prepare step read}``; ``flavors`` the flavors of its
     ``flavor:instance`` reservations, read before the locks.
     """
-    existing = _CURRENT.get()
-    if existing is not None:
-        yield existing
-        return
     started = time.perf_counter()
     with ledger.transaction([context.project_id] + list(locks)) as txn:
         metrics.LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
         adm = Admission(txn, kind, context, lease, current_lease,
                         host_resources, prepared, flavors)
-        token = _CURRENT.set(adm)
-        try:
-            yield adm
-        finally:
-            _CURRENT.reset(token)
+        yield adm
         adm.record()
 
 

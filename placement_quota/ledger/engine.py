@@ -84,7 +84,53 @@ READ_ONLY = 'placement_quota_read_only'
 DEADLINE_GRACE = 2
 
 
-def _configure_sqlite(engine, lock_timeout, path=None):
+#: SQLite's primary result codes that mean the ledger file cannot be
+#: used now (not a bug in a statement): busy or locked, an I/O error, the
+#: disk full, the file or its directory gone or unwritable (including
+#: SQLITE_READONLY_DBMOVED: the file was removed while open).
+SQLITE_OUTAGES = frozenset((
+    3,    # SQLITE_PERM
+    5,    # SQLITE_BUSY
+    6,    # SQLITE_LOCKED
+    8,    # SQLITE_READONLY
+    10,   # SQLITE_IOERR
+    13,   # SQLITE_FULL
+    14,   # SQLITE_CANTOPEN
+))
+#: Of those, a lock waited on: the Ledger raises LockTimeout for it,
+#: naming the locks (see store.Ledger.transaction).
+SQLITE_LOCK_WAITS = frozenset((5, 6))
+
+
+def _sqlite_code(error):
+    """SQLite's primary result code of a SQLAlchemy error, or None
+    (Python 3.11+ gives the extended code)."""
+    code = getattr(getattr(error, 'orig', None), 'sqlite_errorcode', None)
+    return None if code is None else code & 0xff
+
+
+def database_outage(error, where):
+    """The :class:`~placement_quota.ledger.errors.LedgerUnavailable` the
+    SQLAlchemy error ``error`` means -- the connection lost, or a SQLite
+    file that cannot be used now (:data:`SQLITE_OUTAGES`) --, or None (a
+    bug in a statement, a constraint...). ``where`` names the database."""
+    if not isinstance(error, sa_exc.DBAPIError):
+        return None
+    orig = error.orig
+    if getattr(error, 'connection_invalidated', False):
+        lines = str(orig).strip().splitlines() or [type(orig).__name__]
+        return errors.LedgerUnavailable(
+            'Lost the connection to the ledger database at %s: %s'
+            % (where, lines[0]))
+    if _sqlite_code(error) not in SQLITE_OUTAGES:
+        return None
+    return errors.LedgerUnavailable(
+        'The ledger database at %s cannot be used: %s (%s)'
+        % (where, orig, getattr(orig, 'sqlite_errorname',
+                                orig.sqlite_errorcode)))
+
+
+def _configure_sqlite(engine, lock_timeout, path=None, shown=None):
     """SQLite's pragmas; for a database file (``path``), its checkpoints
     in a thread of their own (:mod:`~placement_quota.ledger.
     checkpoints`)."""
@@ -119,6 +165,13 @@ def _configure_sqlite(engine, lock_timeout, path=None):
             cursor.execute('PRAGMA wal_autocheckpoint = %d'
                            % checkpoints.SAFETY_PAGES)
         cursor.close()
+
+    @sa.event.listens_for(engine, 'handle_error')
+    def _handle_error(ctx):
+        # A lock wait is the Ledger's to name (LockTimeout).
+        if _sqlite_code(ctx.sqlalchemy_exception) in SQLITE_LOCK_WAITS:
+            return None
+        return database_outage(ctx.sqlalchemy_exception, shown)
 
     @sa.event.listens_for(engine, 'begin')
     def _begin(connection):
@@ -413,7 +466,8 @@ def create_engine(url, lock_timeout=30, pool_size=None, connect_timeout=10,
             'The ledger connection %s cannot be used: %s'
             % (parsed.render_as_string(hide_password=True), exc))
     if backend == 'sqlite':
-        _configure_sqlite(engine, lock_timeout, path)
+        _configure_sqlite(engine, lock_timeout, path,
+                          parsed.render_as_string(hide_password=True))
     elif backend == 'postgresql':
         watchdog = watchdog or deadlines.Watchdog()
         _configure_postgresql(

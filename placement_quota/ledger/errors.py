@@ -17,15 +17,19 @@ The enforcement API answers :class:`LedgerUnavailable` (and so
 :mod:`~placement_quota.ledger.engine` for the timeouts that raise it.
 """
 
+from placement_quota import errors as pq_errors
+
 
 class LedgerError(Exception):
     """The ledger database cannot be used; says why and what to do."""
 
 
-class LedgerUnavailable(LedgerError):
+class LedgerUnavailable(LedgerError, pq_errors.DependencyUnavailable):
     """The ledger database did not answer in time, or cannot be reached:
     the request is given up (the API answers 503); trying again later may
     work."""
+
+    service = 'ledger'
 
 
 class LockTimeout(LedgerUnavailable):

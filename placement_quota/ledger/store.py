@@ -202,12 +202,14 @@ class Ledger:
                     raise
                 with self._guard(connection):
                     outer.commit()
-        except sa_exc.OperationalError as exc:
-            if _is_lock_timeout(exc):
+        except sa_exc.DBAPIError as exc:
+            if isinstance(exc, sa_exc.OperationalError) and \
+                    _is_lock_timeout(exc):
                 raise errors.LockTimeout(
                     'Timed out after %d seconds waiting for the ledger lock '
                     'of %s; another admission holds it.'
                     % (self.lock_timeout, ', '.join(order))) from exc
+            self._raise_outage(exc)
             raise
         except engine.DBDeadlock as exc:
             raise errors.LedgerUnavailable(
@@ -218,11 +220,22 @@ class Ledger:
     def reader(self):
         """A :class:`Transaction` that only reads, taking no lock (on
         SQLite not even the write lock): it sees what was committed."""
-        with self.engine.connect() as connection:
-            connection = connection.execution_options(
-                **{engine.READ_ONLY: True})
-            with connection.begin():
-                yield Transaction(self, connection, self.clock())
+        try:
+            with self.engine.connect() as connection:
+                connection = connection.execution_options(
+                    **{engine.READ_ONLY: True})
+                with connection.begin():
+                    yield Transaction(self, connection, self.clock())
+        except sa_exc.DBAPIError as exc:
+            self._raise_outage(exc)
+            raise
+
+    def _raise_outage(self, exc):
+        """Raise the LedgerUnavailable the database error ``exc`` means
+        (engine.database_outage); return when it is none."""
+        found = engine.database_outage(exc, self.describe())
+        if found is not None:
+            raise found from exc
 
     def _begin(self, connection, order, now):
         """``(transaction, Transaction)`` holding the locks of

@@ -33,12 +33,20 @@ import time
 
 import yaml
 
+from placement_quota import errors as pq_errors
 from placement_quota.limits import tree as tree_mod
 from placement_quota import schemas
 
 
 class SourceError(Exception):
     """The source could not be read, or holds malformed data."""
+
+
+class SourceUnavailable(SourceError, pq_errors.DependencyUnavailable):
+    """The source's service (Keystone) is down or did not answer in time:
+    an outage (503)."""
+
+    service = 'keystone'
 
 
 class LimitSource:

@@ -42,6 +42,7 @@ from oslo_log import log as logging
 import tenacity
 
 from placement_quota.conf import placement as placement_conf
+from placement_quota import errors as pq_errors
 from placement_quota import metrics
 from placement_quota.placement import embedded
 from placement_quota import sessions
@@ -113,8 +114,10 @@ class InUse(Conflict):
     """An inventory, class or provider still has allocations."""
 
 
-class Unavailable(PlacementError):
+class Unavailable(PlacementError, pq_errors.DependencyUnavailable):
     """Placement could not be reached or answered 5xx."""
+
+    service = 'placement'
 
 
 class Unreachable(Unavailable):
@@ -166,6 +169,21 @@ class AuthFailure(PlacementError):
         super().__init__(0, None, detail, method, url)
         Exception.__init__(self, 'Cannot authenticate to reach Placement '
                            'for %s %s: %s' % (method, url, detail))
+
+
+class AuthUnavailable(AuthFailure, pq_errors.DependencyUnavailable):
+    """No token because Keystone is down or did not answer in time."""
+
+    service = 'keystone'
+
+
+def auth_failure(exc, method, url):
+    """What keystoneauth's ``exc`` (no token, no endpoint) raises:
+    :class:`AuthUnavailable` when Keystone is down
+    (:func:`~placement_quota.sessions.is_outage`), else
+    :class:`AuthFailure`."""
+    cls = AuthUnavailable if sessions.is_outage(exc) else AuthFailure
+    return cls(str(exc), method, url)
 
 
 class NotConfigured(PlacementError):
@@ -483,7 +501,7 @@ class PlacementClient:
             raise Unreachable(str(exc), method, url, where=self.description)
         except ks_exceptions.ClientException as exc:
             outcome = 'auth'
-            raise AuthFailure(str(exc), method, url)
+            raise auth_failure(exc, method, url)
         finally:
             metrics.PLACEMENT_SECONDS.labels(method, outcome).observe(
                 time.perf_counter() - started)

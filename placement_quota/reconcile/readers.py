@@ -39,11 +39,13 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 
 from placement_quota.conf import reconcile as reconcile_conf
+from placement_quota import errors as pq_errors
 from placement_quota.ledger import models
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import reservations as rsv
 from placement_quota.reconcile import model as m
 from placement_quota.reconcile import progress
+from placement_quota import sessions
 
 LOG = logging.getLogger(__name__)
 
@@ -176,8 +178,10 @@ class BlazarReader:
                               'the [blazar] credentials: %s'
                               % (self.description, exc))
         except ks_exceptions.ClientException as exc:
-            raise BlazarError('Cannot reach Blazar at %s: %s'
-                              % (self.description, exc))
+            cls = (BlazarUnavailable if sessions.is_outage(exc)
+                   else BlazarError)
+            raise cls('Cannot reach Blazar at %s: %s'
+                      % (self.description, exc))
         except blazar_exceptions.BlazarClientException as exc:
             raise BlazarError('Blazar at %s refused GET /leases (%s): %s'
                               % (self.description, exc.kwargs.get('code'),
@@ -192,4 +196,10 @@ class BlazarReader:
 
 
 class BlazarError(Exception):
-    pass
+    """Blazar cannot be asked, or answered what is not a lease list."""
+
+
+class BlazarUnavailable(BlazarError, pq_errors.DependencyUnavailable):
+    """Blazar (or Keystone, for its token) is down or did not answer."""
+
+    service = 'blazar'

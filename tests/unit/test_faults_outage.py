@@ -13,22 +13,27 @@
 bound of a Placement call, and exempted names while Keystone is down
 (tests/functional/test_faults.py has the same faults on real sockets)."""
 
+import json
 import sqlite3
 import threading
 
 import fixtures
 from keystoneauth1 import exceptions as ks_exceptions
+import requests
 from sqlalchemy import exc as sa_exc
 import testtools
 
+from placement_quota.compute import flavors
 from placement_quota.compute import quotas
 from placement_quota import conf as pq_conf
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import exemptions as exemptions_mod
+from placement_quota.identity import limits as identity_limits
+from placement_quota.ledger import engine
 from placement_quota.ledger import errors as ledger_errors
-from placement_quota.limits import sources
 from placement_quota.placement import client as placement_client
+from placement_quota import sessions
 from tests import spec_examples as spec
 
 
@@ -59,6 +64,15 @@ def sqlite_error(sql):
         connection.close()
 
 
+def placement_response(status, detail):
+    """A requests Response as Placement answers an error."""
+    response = requests.Response()
+    response.status_code = status
+    response._content = json.dumps(
+        {'errors': [{'status': status, 'detail': detail}]}).encode()
+    return response
+
+
 class FakeSQLiteError(sqlite3.OperationalError):
 
     def __init__(self, message, code, name):
@@ -68,6 +82,8 @@ class FakeSQLiteError(sqlite3.OperationalError):
 
 
 class TestOutage(testtools.TestCase):
+    """Each adapter raises a DependencyUnavailable for its library's
+    outages; the chain's outage() knows no other exception."""
 
     def assertOutage(self, error, *fragments):
         message = chain_mod.outage(error)
@@ -96,8 +112,8 @@ class TestOutage(testtools.TestCase):
 
     def test_placement_5xx_is_an_outage(self):
         for status in (500, 502, 503):
-            self.assertOutage(placement_client.PlacementError(
-                status, None, 'down', 'GET', '/usages'),
+            self.assertOutage(placement_client._error(
+                placement_response(status, 'down'), 'GET', '/usages'),
                 'answered %d' % status)
 
     def test_placement_4xx_stays_a_bug(self):
@@ -105,35 +121,61 @@ class TestOutage(testtools.TestCase):
                             (placement_client.NotFound, 404),
                             (placement_client.Conflict, 409)):
             self.assertBug(cls(status, None, 'no', 'GET', '/x'))
+        self.assertBug(placement_client._error(
+            placement_response(400, 'bad'), 'GET', '/x'))
 
     def test_no_token_because_keystone_is_down_is_an_outage(self):
-        self.assertOutage(raised(
-            placement_client.AuthFailure('no token', 'GET', '/'),
-            during=ks_exceptions.ServiceUnavailable()), 'no token')
+        self.assertOutage(placement_client.auth_failure(
+            ks_exceptions.ServiceUnavailable('no token'), 'GET', '/'),
+            'no token')
 
     def test_no_token_because_credentials_are_refused_stays_a_bug(self):
-        self.assertBug(raised(
-            placement_client.AuthFailure('no token', 'GET', '/'),
-            during=ks_exceptions.Unauthorized()))
+        self.assertBug(placement_client.auth_failure(
+            ks_exceptions.Unauthorized(), 'GET', '/'))
 
     def test_nova_unreachable_or_5xx_is_an_outage(self):
-        self.assertOutage(raised(
-            quotas.QuotaSourceError('Cannot read the Nova quotas'),
-            during=ks_exceptions.ConnectFailure('refused')),
+        self.assertOutage(quotas.source_error(
+            'Cannot read the Nova quotas',
+            ks_exceptions.ConnectFailure('refused')),
             'Cannot read the Nova quotas')
-        self.assertOutage(quotas.QuotaSourceError('Nova broke', status=500),
+        self.assertOutage(quotas.source_error('Nova broke', status=500),
                           'Nova broke')
 
     def test_nova_refusal_or_misconfiguration_stays_a_bug(self):
-        self.assertBug(quotas.QuotaSourceError('forbidden', status=403))
+        self.assertBug(quotas.source_error('forbidden', status=403))
         self.assertBug(quotas.QuotaSourceError(
             'nova_quota_source = legacy needs the Nova API'))
 
+    def test_nova_flavors_unreachable_is_an_outage(self):
+        error = flavors.unreadable('Cannot read flavor f1 from Nova',
+                                   ks_exceptions.ConnectFailure('refused'))
+        self.assertIsInstance(error, flavors.FlavorUnavailable)
+        self.assertOutage(error, 'Cannot read flavor f1 from Nova')
+
+    def test_nova_flavors_without_an_endpoint_stay_a_bug(self):
+        self.assertBug(flavors.unreadable(
+            'Cannot read flavor f1 from Nova',
+            ks_exceptions.EndpointNotFound('no compute endpoint')))
+
     def test_keystone_limits_unreachable_is_an_outage(self):
-        self.assertOutage(raised(
-            sources.SourceError('Cannot read limits from Keystone'),
-            during=ks_exceptions.ConnectTimeout('timed out')),
+        self.assertOutage(identity_limits.read_error(
+            'limits', None, ks_exceptions.ConnectTimeout('timed out')),
             'Cannot read limits from Keystone')
+
+    def test_keystone_limits_refused_stays_a_bug(self):
+        self.assertBug(identity_limits.read_error(
+            'limits', None, ks_exceptions.Forbidden('forbidden')))
+
+    def test_keystoneauth_outages_are_connection_errors_and_5xx(self):
+        self.assertEqual(
+            [True, True, True, False, False, False],
+            [sessions.is_outage(e) for e in (
+                ks_exceptions.ConnectFailure('refused'),
+                ks_exceptions.ConnectTimeout('timed out'),
+                ks_exceptions.ServiceUnavailable(),
+                ks_exceptions.Unauthorized(),
+                ks_exceptions.EndpointNotFound('none'),
+                ValueError('x'))])
 
     def test_ledger_unavailable_keeps_its_message(self):
         self.assertEqual(
@@ -155,18 +197,33 @@ class TestOutage(testtools.TestCase):
                 ('disk I/O error', 10, 'SQLITE_IOERR')):
             error = sa_exc.OperationalError(
                 'INSERT', (), FakeSQLiteError(message, code, name))
-            self.assertOutage(error, '%s (%s)' % (message, name))
+            self.assertOutage(engine.database_outage(error, 'x'),
+                              'The ledger database at x cannot be used: '
+                              '%s (%s)' % (message, name))
 
     def test_sqlite_statement_errors_stay_bugs(self):
-        self.assertBug(sqlite_error('SELEC 1'))
-        self.assertBug(sqlite_error('SELECT * FROM no_such_table'))
+        for sql in ('SELEC 1', 'SELECT * FROM no_such_table'):
+            self.assertIsNone(engine.database_outage(sqlite_error(sql),
+                                                     'x'))
 
     def test_lost_database_connection_is_an_outage(self):
         error = sa_exc.OperationalError(
             'SELECT 1', (), Exception('server closed the connection'),
             connection_invalidated=True)
-        self.assertOutage(error, 'Lost the connection to the ledger '
-                          'database: server closed the connection')
+        self.assertOutage(engine.database_outage(error, 'x'),
+                          'Lost the connection to the ledger database at '
+                          'x: server closed the connection')
+
+    def test_library_errors_are_no_outage_above_the_adapters(self):
+        full = sa_exc.OperationalError('INSERT', (), FakeSQLiteError(
+            'database or disk is full', 13, 'SQLITE_FULL'))
+        for error in (full, ks_exceptions.ConnectFailure('refused')):
+            self.assertBug(error)
+
+    def test_an_outage_raised_from_another_error_is_still_one(self):
+        self.assertOutage(raised(
+            RuntimeError('while reading'),
+            during=ledger_errors.LedgerUnavailable('Frozen')), 'Frozen.')
 
     def test_other_exceptions_stay_bugs(self):
         for error in (ValueError('x'), KeyError('y'), TypeError('z')):

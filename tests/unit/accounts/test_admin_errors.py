@@ -18,6 +18,7 @@ import webob
 
 from placement_quota.accounts import errors
 from placement_quota.api import admin
+from placement_quota import errors as pq_errors
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota import policies
 
@@ -66,9 +67,20 @@ class TestStatusTable(testtools.TestCase):
     def test_a_bare_account_error_is_a_bad_request(self):
         self.assertEqual(400, admin.status_of(errors.AccountError('m')))
 
-    def test_errors_carry_no_http_status(self):
-        self.assertEqual([], [cls.__name__ for cls in admin.STATUS
-                              if hasattr(cls('m'), 'status')])
+    def test_every_account_error_answers_through_the_one_status_map(self):
+        classes = [cls for cls in vars(errors).values()
+                   if isinstance(cls, type) and
+                   issubclass(cls, errors.AccountError)]
+        self.assertEqual(
+            [], [cls.__name__ for cls in classes
+                 if admin.status_of(cls('m')) != pq_errors.status_of(
+                     cls('m')) or pq_errors.status_of(cls('m')) == 500])
+
+    def test_an_unavailable_source_is_an_outage_answered_502(self):
+        error = errors.SourceUnavailable('Placement is down')
+        self.assertEqual((True, 502), (
+            pq_errors.unavailable(error) is error,
+            pq_errors.status_of(error)))
 
     def test_an_error_answers_its_status_message_and_details(self):
         error = errors.Gone('Account gone', field='account_id', value='acct',

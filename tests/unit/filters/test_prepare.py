@@ -12,6 +12,7 @@
 """Placement is read before the ledger is locked: a hung Placement holds
 back only the request that waits for it, never another project's."""
 
+import contextlib
 import os
 import threading
 import time
@@ -20,7 +21,6 @@ import fixtures
 
 from placement_quota.filters import capacity
 from placement_quota.filters import chain as chain_mod
-from placement_quota.ledger import admission
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
 from tests.builders import day
@@ -130,9 +130,28 @@ class TestHungPlacement(base.LedgerTestCase):
         self.assertEqual([], self.entries('proj-a'))
 
 
+class LockWatch:
+    """Counts the transactions of ``ledger`` that are open (an admission
+    holding its locks), by wrapping its ``transaction``."""
+
+    def __init__(self, ledger):
+        self.open = 0
+        self._transaction = ledger.transaction
+        ledger.transaction = self.transaction
+
+    @contextlib.contextmanager
+    def transaction(self, *args, **kwargs):
+        with self._transaction(*args, **kwargs) as txn:
+            self.open += 1
+            try:
+                yield txn
+            finally:
+                self.open -= 1
+
+
 class NotWhileLocked:
     """Wraps a PlacementClient: a call while an admission is open (the
-    ledger locked) fails the test."""
+    ledger locked: the test's :class:`LockWatch`) fails the test."""
 
     def __init__(self, client, test):
         self.client = client
@@ -141,7 +160,7 @@ class NotWhileLocked:
 
     def request(self, *args, **kwargs):
         self.calls += 1
-        if admission.current() is not None:
+        if self.test.locks.open:
             self.test.fail('Placement was called with the ledger locked: '
                            '%s %s' % args[:2])
         return self.client.request(*args, **kwargs)
@@ -166,6 +185,7 @@ class TestPlacementBeforeTheLock(ledger_helpers.PlacementHelpers,
 
     def setUp(self):
         super().setUp()
+        self.locks = LockWatch(self.ledger)
         self.host1, _ = self.compute_node()
         self.host2, _ = self.compute_node()
 
@@ -233,6 +253,10 @@ class TestPreparedSideBySide(ledger_helpers.PlacementHelpers,
     def placement(self):
         self.meeting = MeetingPlacement(self.in_process_placement(), self)
         return self.meeting
+
+    def setUp(self):
+        super().setUp()
+        self.locks = LockWatch(self.ledger)
 
     def test_nova_quota_and_capacity_are_read_at_the_same_time(self):
         host, self.meeting.host = self.compute_node()

@@ -96,13 +96,6 @@ class TestCreate(AdmissionTestCase):
         self.deny_inside(admission.CHECK_CREATE, lease(day(2), day(3)))
         self.assertEqual([], self.entries())
 
-    def test_admission_opened_inside_another_joins_it(self):
-        body = lease(day(2), day(3), name='l')
-        with self.admit(admission.CHECK_CREATE, body) as outer:
-            with self.admit(admission.CHECK_CREATE, body) as inner:
-                self.assertIs(outer, inner)
-        self.assertEqual(1, len(self.entries()))
-
     def test_peaks_hold_the_projects_overlapping_leases(self):
         self.admit_create(lease(day(2), day(4), hosts('a', 'b'), name='a'))
         self.admit_create(lease(day(6), day(7), hosts('c'), name='b'))
