@@ -31,7 +31,14 @@ GIVEN_UP = ('The request was given up and nothing was decided; try again '
             'later.')
 
 
-class DependencyUnavailable(Exception):
+class DependencyError(Exception):
+    """A service we depend on failed or refused, as its adapter says: the
+    base of each adapter's errors (PlacementError, LedgerError,
+    QuotaSourceError...). Only its :class:`DependencyUnavailable`
+    subclasses are outages; the others are refusals or bugs (500)."""
+
+
+class DependencyUnavailable(DependencyError):
     """A service a request needs is down or did not answer in time.
 
     ``service`` names it (``ledger``, ``placement``, ``nova``,
@@ -46,6 +53,9 @@ class DependencyUnavailable(Exception):
     #: The service that failed.
     service = 'a service'
     http_status = 503
+    #: Whether a message that says "try again" already says all (the
+    #: ledger's): :func:`outage` then adds nothing.
+    advises_retry = False
 
     def __init__(self, *args, service=None):
         super().__init__(*args)
@@ -68,12 +78,16 @@ def causes(exc):
 
 
 def unavailable(exc):
-    """The first :class:`DependencyUnavailable` among ``exc`` and its
-    causes, or None: ``exc`` is then no outage (a bug, a misconfiguration,
-    a refusal the service must not get)."""
+    """The :class:`DependencyUnavailable` that ``exc`` is or was raised
+    from, or None: ``exc`` is then no outage (a bug, a misconfiguration,
+    a refusal the service must not get). The first of ``exc`` and its
+    causes that an adapter raised (a :class:`DependencyError`) decides: a
+    refusal raised while handling an outage is a refusal."""
     for error in causes(exc):
         if isinstance(error, DependencyUnavailable):
             return error
+        if isinstance(error, DependencyError):
+            return None
     return None
 
 
@@ -91,17 +105,20 @@ def outage(exc):
     if found is None:
         return None
     message = sentence(found)
-    if 'try again' in message:
+    if found.advises_retry and 'try again' in message:
         return message
     return '%s %s' % (message, GIVEN_UP)
 
 
 def status_of(exc, default=500):
-    """The HTTP status answering ``exc``: its class's ``http_status``
-    (the nearest in its MRO), else ``default`` (500: a bug)."""
+    """The HTTP status answering ``exc``: the ``http_status`` of the
+    nearest of our classes in its MRO (a library's own, such as
+    keystoneauth's, is not ours to answer), else ``default`` (500: a
+    bug)."""
     for cls in type(exc).__mro__:
         status = cls.__dict__.get('http_status')
-        if isinstance(status, int):
+        if isinstance(status, int) and cls.__module__.startswith(
+                'placement_quota.'):
             return status
     return default
 

@@ -18,8 +18,6 @@ read by :func:`placement_quota.errors.status_of` for the admin API); the
 CLI prints the message.
 """
 
-from placement_quota import errors as pq_errors
-
 
 class AccountError(Exception):
     """An account operation failed: ``message`` and details (``body``)."""
@@ -67,9 +65,8 @@ class PreconditionFailed(AccountError):
     http_status = 412
 
 
-class SourceUnavailable(AccountError, pq_errors.DependencyUnavailable):
-    """Placement could not be read or written (502: the admin API is a
-    gateway to it)."""
+class SourceUnavailable(AccountError):
+    """Placement (or the limits' source) could not be read or written, or
+    refused (502: the admin API is a gateway to it)."""
 
-    service = 'placement'
     http_status = 502

@@ -132,12 +132,19 @@ class FlavorReader:
             options['compute_endpoint_override'] = endpoint
         if interface:
             options['compute_interface'] = interface
-        conn = sdk_connection.Connection(
-            session=session, region_name=region_name,
-            compute_api_version='2', **options)
-        return cls(conn.compute, ttl=ttl, description=endpoint or (
-            'Nova of the service catalog (%s)' % (region_name or
-                                                  'any region')))
+        description = endpoint or ('Nova of the service catalog (%s)'
+                                   % (region_name or 'any region'))
+        try:
+            conn = sdk_connection.Connection(
+                session=session, region_name=region_name,
+                compute_api_version='2', **options)
+            compute = conn.compute
+        except (ks_exceptions.ClientException,
+                sdk_exceptions.SDKException) as exc:
+            # The catalog needs a token: Keystone may be down.
+            raise unreadable('Cannot reach the Nova API (%s): %s'
+                             % (description, exc), exc) from exc
+        return cls(compute, ttl=ttl, description=description)
 
     @classmethod
     def from_endpoint(cls, url, headers=None, ttl=300,
@@ -196,9 +203,9 @@ class FlavorReader:
             if status is None or status >= 500:
                 raise unreadable(message, exc, status) from exc
             raise FlavorError(message, flavor_id) from exc
-        except (ks_exceptions.ConnectionError,
-                ks_exceptions.EndpointNotFound,
+        except (ks_exceptions.ClientException,
                 sdk_exceptions.SDKException) as exc:
+            # A connection error, no endpoint, no token (Keystone 5xx).
             raise unreadable(
                 'Cannot read flavor %s from Nova: %s failed: %s'
                 % (flavor_id, where, exc), exc) from exc

@@ -34,7 +34,7 @@ from placement_quota import sessions
 LOG = logging.getLogger(__name__)
 
 
-class QuotaSourceError(Exception):
+class QuotaSourceError(pq_errors.DependencyError):
     """Nova's quota sets cannot be read; says which project, where, why.
 
     ``project_id``, ``url`` (the request's, when known) and ``status``

@@ -246,8 +246,6 @@ class FilterChain:
             services = _services_of(filters)
         self.services = services
         self.filters = filters
-        self.ledger_filters = [f for f in self.filters
-                               if admit_mod.uses_ledger(f)]
         try:
             self.exemptions = (exemptions_mod.Exemptions(conf)
                                if exemptions is None
@@ -258,6 +256,10 @@ class FilterChain:
     @property
     def names(self):
         return [f.name for f in self.filters]
+
+    @property
+    def ledger_filters(self):
+        return [f for f in self.filters if admit_mod.uses_ledger(f)]
 
     def _exempt(self, context):
         if context.project_id in self.exemptions:

@@ -168,9 +168,13 @@ def _configure_sqlite(engine, lock_timeout, path=None, shown=None):
 
     @sa.event.listens_for(engine, 'handle_error')
     def _handle_error(ctx):
-        # A lock wait is the Ledger's to name (LockTimeout).
+        if ctx.is_pre_ping:
+            return None   # the pool makes a new connection
         if _sqlite_code(ctx.sqlalchemy_exception) in SQLITE_LOCK_WAITS:
-            return None
+            # The Ledger names the locks it waited for (store.py).
+            return errors.LockTimeout(
+                'The ledger database at %s stayed locked past [ledger] '
+                'lock_timeout: %s' % (shown, ctx.original_exception))
         return database_outage(ctx.sqlalchemy_exception, shown)
 
     @sa.event.listens_for(engine, 'begin')
@@ -242,7 +246,8 @@ def _unavailable(ctx, url, watchdog, statement_timeout):
             '[ledger] statement_timeout (%d seconds) and was cancelled; '
             'try again later.' % (url, statement_timeout))
     if not isinstance(ctx.sqlalchemy_exception, sa_exc.OperationalError):
-        return None
+        # psycopg2's InterfaceError "connection already closed"...
+        return _lost(ctx, url)
     if ctx.connection is None:
         return errors.LedgerUnavailable(
             'Cannot connect to the ledger database at %s: %s'
@@ -252,6 +257,16 @@ def _unavailable(ctx, url, watchdog, statement_timeout):
             'Lost the connection to the ledger database at %s: %s'
             % (url, _first_line(original)))
     return None
+
+
+def _lost(ctx, url):
+    """A connection lost under an error that is not an OperationalError,
+    as LedgerUnavailable; else None."""
+    if not ctx.is_disconnect:
+        return None
+    return errors.LedgerUnavailable(
+        'Lost the connection to the ledger database at %s: %s'
+        % (url, _first_line(ctx.original_exception)))
 
 
 def _configure_mysql(engine, lock_timeout, statement_timeout):
@@ -304,7 +319,7 @@ def _unavailable_mysql(ctx, url, statement_timeout, deadline):
             '[ledger] statement_timeout (%d seconds) and was cancelled; '
             'try again later.' % (url, statement_timeout))
     if not isinstance(ctx.sqlalchemy_exception, sa_exc.OperationalError):
-        return None
+        return _lost(ctx, url)
     if ctx.connection is None:
         return errors.LedgerUnavailable(
             'Cannot connect to the ledger database at %s: %s'

@@ -20,7 +20,7 @@ The enforcement API answers :class:`LedgerUnavailable` (and so
 from placement_quota import errors as pq_errors
 
 
-class LedgerError(Exception):
+class LedgerError(pq_errors.DependencyError):
     """The ledger database cannot be used; says why and what to do."""
 
 
@@ -30,6 +30,7 @@ class LedgerUnavailable(LedgerError, pq_errors.DependencyUnavailable):
     work."""
 
     service = 'ledger'
+    advises_retry = True
 
 
 class LockTimeout(LedgerUnavailable):

@@ -202,13 +202,13 @@ class Ledger:
                     raise
                 with self._guard(connection):
                     outer.commit()
+        except errors.LockTimeout as exc:
+            # SQLite's engine says "locked"; name the locks waited for.
+            raise self._lock_timeout(order) from exc
         except sa_exc.DBAPIError as exc:
             if isinstance(exc, sa_exc.OperationalError) and \
                     _is_lock_timeout(exc):
-                raise errors.LockTimeout(
-                    'Timed out after %d seconds waiting for the ledger lock '
-                    'of %s; another admission holds it.'
-                    % (self.lock_timeout, ', '.join(order))) from exc
+                raise self._lock_timeout(order) from exc
             self._raise_outage(exc)
             raise
         except engine.DBDeadlock as exc:
@@ -229,6 +229,12 @@ class Ledger:
         except sa_exc.DBAPIError as exc:
             self._raise_outage(exc)
             raise
+
+    def _lock_timeout(self, order):
+        return errors.LockTimeout(
+            'Timed out after %d seconds waiting for the ledger lock of %s; '
+            'another admission holds it.'
+            % (self.lock_timeout, ', '.join(order)))
 
     def _raise_outage(self, exc):
         """Raise the LedgerUnavailable the database error ``exc`` means

@@ -38,7 +38,7 @@ from placement_quota.limits import tree as tree_mod
 from placement_quota import schemas
 
 
-class SourceError(Exception):
+class SourceError(pq_errors.DependencyError):
     """The source could not be read, or holds malformed data."""
 
 

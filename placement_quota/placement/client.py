@@ -76,7 +76,7 @@ def request_context(global_request_id):
         _global_request_id.reset(token)
 
 
-class PlacementError(Exception):
+class PlacementError(pq_errors.DependencyError):
     """Placement answered an error.
 
     ``status`` (HTTP), ``code`` (Placement's error code such as
@@ -227,14 +227,14 @@ def _error(response, method, url):
         detail = error.get('detail') or detail
     except (ValueError, KeyError, IndexError, TypeError):
         pass
-    if code in _BY_CODE:
+    if response.status_code >= 500:
+        cls = Unavailable
+    elif code in _BY_CODE:
         cls = _BY_CODE[code]
     elif response.status_code == 409 and 'generation conflict' in detail:
         cls = ConcurrentUpdate
     elif response.status_code == 409 and 'in use' in detail.lower():
         cls = InUse
-    elif response.status_code >= 500:
-        cls = Unavailable
     else:
         cls = _BY_STATUS.get(response.status_code, PlacementError)
     return cls(response.status_code, code, ' '.join(detail.split()), method,

@@ -195,7 +195,7 @@ class BlazarReader:
         return leases
 
 
-class BlazarError(Exception):
+class BlazarError(pq_errors.DependencyError):
     """Blazar cannot be asked, or answered what is not a lease list."""
 
 

@@ -19,6 +19,8 @@ import threading
 
 import fixtures
 from keystoneauth1 import exceptions as ks_exceptions
+from keystoneauth1.identity.v3 import password as ks_password
+from keystoneauth1 import session as ks_session
 import requests
 from sqlalchemy import exc as sa_exc
 import testtools
@@ -26,6 +28,7 @@ import testtools
 from placement_quota.compute import flavors
 from placement_quota.compute import quotas
 from placement_quota import conf as pq_conf
+from placement_quota import errors
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import exemptions as exemptions_mod
@@ -224,6 +227,33 @@ class TestOutage(testtools.TestCase):
         self.assertOutage(raised(
             RuntimeError('while reading'),
             during=ledger_errors.LedgerUnavailable('Frozen')), 'Frozen.')
+
+    def test_a_refusal_raised_while_handling_an_outage_is_a_refusal(self):
+        self.assertBug(raised(
+            placement_client.Conflict(409, None, 'no', 'PUT', '/x'),
+            during=placement_client.Unavailable(503, None, 'down', 'GET',
+                                                '/x')))
+
+    def test_placement_5xx_with_an_error_code_is_an_outage(self):
+        response = placement_response(503, 'busy')
+        response._content = json.dumps({'errors': [{
+            'status': 503, 'code': 'placement.concurrent_update',
+            'detail': 'busy'}]}).encode()
+        self.assertOutage(placement_client._error(response, 'PUT', '/x'),
+                          'answered 503')
+
+    def test_nova_flavors_without_a_token_from_keystone_is_an_outage(self):
+        auth = ks_password.Password(
+            auth_url='http://127.0.0.1:1/v3', username='u', password='p',
+            project_name='p', user_domain_id='default',
+            project_domain_id='default')
+        error = self.assertRaises(
+            flavors.FlavorUnavailable, flavors.FlavorReader.from_session,
+            ks_session.Session(auth=auth, timeout=5))
+        self.assertOutage(error, 'Cannot reach the Nova API')
+
+    def test_the_status_of_a_library_exception_is_not_ours(self):
+        self.assertEqual(500, errors.status_of(ks_exceptions.Unauthorized()))
 
     def test_other_exceptions_stay_bugs(self):
         for error in (ValueError('x'), KeyError('y'), TypeError('z')):

@@ -76,11 +76,9 @@ class TestStatusTable(testtools.TestCase):
                  if admin.status_of(cls('m')) != pq_errors.status_of(
                      cls('m')) or pq_errors.status_of(cls('m')) == 500])
 
-    def test_an_unavailable_source_is_an_outage_answered_502(self):
-        error = errors.SourceUnavailable('Placement is down')
-        self.assertEqual((True, 502), (
-            pq_errors.unavailable(error) is error,
-            pq_errors.status_of(error)))
+    def test_an_unavailable_source_is_answered_502(self):
+        self.assertEqual(502, pq_errors.status_of(
+            errors.SourceUnavailable('Placement is down')))
 
     def test_an_error_answers_its_status_message_and_details(self):
         error = errors.Gone('Account gone', field='account_id', value='acct',

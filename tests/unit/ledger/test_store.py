@@ -14,6 +14,7 @@ entries of any length, lookups scoped to a project, lock timeouts."""
 
 import datetime
 import os
+import shutil
 import sqlite3
 
 import fixtures
@@ -114,6 +115,39 @@ class TestLockTimeout(base.LedgerTestCase):
         error = self.assertRaises(ledger_errors.LockTimeout, locked)
         self.assertIsInstance(error, ledger_errors.LedgerUnavailable)
         self.assertIn('waiting for the ledger lock of p', str(error))
+
+    def test_a_reader_on_a_locked_database_is_not_held_up(self):
+        holder = sqlite3.connect(os.path.join(self.tmp, 'ledger.sqlite'),
+                                 isolation_level=None)
+        self.addCleanup(holder.close)
+        holder.execute('BEGIN IMMEDIATE')
+        self.addCleanup(holder.execute, 'ROLLBACK')
+        with self.ledger.reader() as txn:
+            self.assertEqual(0, txn.open_count('p'))
+
+
+class TestConnectionsLost(base.LedgerTestCase):
+
+    def test_a_pooled_connection_closed_behind_the_pool_is_replaced(self):
+        with self.ledger.transaction(['p']):
+            pass
+        with self.ledger.engine.connect() as connection:
+            connection.connection.dbapi_connection.close()
+        with self.ledger.transaction(['p']) as txn:
+            self.assertEqual(0, txn.open_count('p'))
+
+    def test_a_ledger_file_that_cannot_be_opened_is_unavailable(self):
+        ledger = store.Ledger('sqlite:///' + os.path.join(
+            self.tmp, 'gone', 'x', 'ledger.sqlite'), lock_timeout=1)
+        self.addCleanup(ledger.dispose)
+        shutil.rmtree(os.path.join(self.tmp, 'gone'))
+        ledger.engine.dispose()   # no connection left to the old file
+
+        def read():
+            with ledger.reader():
+                pass
+        error = self.assertRaises(ledger_errors.LedgerUnavailable, read)
+        self.assertIn('SQLITE_CANTOPEN', str(error))
 
 
 class EntriesTestCase(base.LedgerTestCase):
