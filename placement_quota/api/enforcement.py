@@ -29,7 +29,7 @@ from oslo_log import log as logging
 from placement_quota.api import util
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from placement_quota import metrics
 
 LOG = logging.getLogger(__name__)

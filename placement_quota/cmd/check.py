@@ -30,7 +30,7 @@ from placement_quota.cmd import main
 from placement_quota.cmd import serve
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 
 ALLOWED, DENIED, BAD_INPUT = 0, 1, main.BAD_INPUT
 

@@ -12,7 +12,7 @@
 """Nova flavors, read through openstacksdk, cached per flavor ID.
 
 A ``flavor:instance`` reservation names a flavor; what it reserves comes
-from the flavor (:mod:`placement_quota.compute.flavor_rules`). The flavor
+from the flavor (:mod:`placement_quota.lease.flavor_rules`). The flavor
 is read from Nova with openstacksdk on the keystoneauth session of
 ``[nova]`` (as :mod:`placement_quota.compute.quotas` reaches Nova), kept
 ``[nova] flavor_cache_ttl`` seconds, and read again when it is not in the
@@ -42,7 +42,7 @@ from openstack import connection as sdk_connection
 from openstack import exceptions as sdk_exceptions
 from oslo_log import log as logging
 
-from placement_quota.compute import flavor_rules
+from placement_quota.lease import flavor_rules
 from placement_quota.compute import quotas
 from placement_quota.conf import _util
 from placement_quota.conf import nova as nova_conf

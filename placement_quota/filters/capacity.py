@@ -81,11 +81,11 @@ from oslo_log import log as logging
 from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import window
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from placement_quota.placement import capacity
 from placement_quota.placement import capacity_view
 from placement_quota.placement import client as placement_client

@@ -38,12 +38,12 @@ built with ``conf`` alone makes its own.
 import contextlib
 import contextvars
 
-from placement_quota.compute import flavor_rules
+from placement_quota.lease import flavor_rules
 from placement_quota.compute import flavors as flavors_mod
 from placement_quota.filters import base
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import admission as admission_mod
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from placement_quota import services as services_mod
 
 
@@ -95,7 +95,7 @@ def prefetch_flavors(filter_, lease, field='lease'):
     unknown to Nova, refused by Nova, with malformed or uncounted extra
     specs, or no Nova configured. A reservation without a flavor ID, or
     amounts past the ledger's bounds, is a
-    :class:`~placement_quota.lease.PayloadError`. Nova not answering is
+    :class:`~placement_quota.lease.model.PayloadError`. Nova not answering is
     :class:`~placement_quota.compute.flavors.FlavorUnavailable` (503).
     """
     found = accounting.flavor_ids(lease)

@@ -67,8 +67,8 @@ from placement_quota.compute import quotas
 from placement_quota.filters import ledger_base
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
-from placement_quota import lease as lease_model
-from placement_quota.ledger import accounting
+from placement_quota.lease import model as lease_model
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import window
 from placement_quota.limits import sources
 from placement_quota.placement import usage

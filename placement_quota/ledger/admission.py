@@ -56,8 +56,8 @@ import time
 
 from oslo_log import log as logging
 
-from placement_quota import lease as lease_model
-from placement_quota.ledger import accounting
+from placement_quota.lease import model as lease_model
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import keys
 from placement_quota.ledger import models
 from placement_quota.ledger import store

@@ -15,7 +15,7 @@ import collections
 
 import sqlalchemy as sa
 
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 
 #: Entries read and written at once.
 BATCH = 1000

@@ -34,7 +34,7 @@ from sqlalchemy import exc as sa_exc
 
 from placement_quota import audit
 from placement_quota.conf import ledger as ledger_conf
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import deadlines
 from placement_quota.ledger import engine
 from placement_quota.ledger import errors

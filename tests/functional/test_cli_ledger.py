@@ -18,7 +18,7 @@ import os
 
 import alembic.script
 
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from tests import builders

@@ -20,7 +20,7 @@ import os
 import struct
 
 from placement_quota.accounts import store as accounts_store
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from tests.functional import test_cli

@@ -92,7 +92,7 @@ def serve(threads, log_file):
     from placement_quota import conf as pq_conf
     from placement_quota import filters
     from placement_quota.filters import chain as chain_mod
-    from placement_quota import lease
+    from placement_quota.lease import model as lease
     from placement_quota import wsgi_server
 
     conf = pq_conf.new_config([], config_files=[])

@@ -131,8 +131,8 @@ def host_reservation(rng, hosts):
 
 def seed_ledger(ledger, projects, leases, hosts, rng):
     """``leases`` pending leases over a year, bulk-inserted."""
-    from placement_quota.ledger import accounting
-    from placement_quota import lease as lease_model
+    from placement_quota.lease import amounts as accounting
+    from placement_quota.lease import model as lease_model
     names = sorted(projects)
     rows = []
     now = datetime.datetime.utcnow()

@@ -21,7 +21,7 @@ from placement_quota.filters import credit
 from placement_quota.filters import nova_quota
 from placement_quota.filters import size
 from placement_quota.filters import tree_limit
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from tests.builders import day
 from tests.builders import instances
 from tests.builders import lease

@@ -11,8 +11,8 @@
 # under the License.
 """The error of a wrong enforcement payload: :class:`PayloadError`.
 
-Pure code. :mod:`placement_quota.lease` (where callers find it, as
-``lease.PayloadError``) and :mod:`placement_quota.lease_schema` raise it.
+Pure code. :mod:`placement_quota.lease.model` (where callers find it, as
+``lease.PayloadError``) and :mod:`placement_quota.lease.schema` raise it.
 It names the field and shows the value as JSON (:func:`show`, with
 :func:`jsonable`, which ``lease.Lease.to_dict`` uses too: dates as ISO 8601
 strings, what JSON cannot hold as its ``repr``).

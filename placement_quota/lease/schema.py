@@ -11,10 +11,10 @@
 # under the License.
 """What an enforcement payload may hold: bounds, JSON schemas, checks.
 
-Pure code, used by :mod:`placement_quota.lease` to validate the bodies of
+Pure code, used by :mod:`placement_quota.lease.model` to validate the bodies of
 Blazar's "Flexible Reservation Usage Enforcement" spec before it builds its
 model; each check raises
-:class:`~placement_quota.lease_errors.PayloadError` naming the field.
+:class:`~placement_quota.lease.errors.PayloadError` naming the field.
 
 What the ledger cannot hold, or a log line could be forged with, is refused
 before any filter runs (each with a 400 naming the field):
@@ -38,7 +38,7 @@ The schemas (:data:`CONTEXT_SCHEMA`, :data:`LEASE_SCHEMA`,
 one and names the failing field, and :func:`check_document` walks a whole
 decoded body for what no schema can express (depth, NUL, surrogates). The
 date range, the duration, the totals and the non-finite numbers are checked
-by :mod:`placement_quota.lease`, against the bounds defined here.
+by :mod:`placement_quota.lease.model`, against the bounds defined here.
 """
 
 import datetime
@@ -47,7 +47,7 @@ import re
 import fastjsonschema
 import jsonschema
 
-from placement_quota.lease_errors import PayloadError
+from placement_quota.lease.errors import PayloadError
 
 
 # --- bounds -------------------------------------------------------------

@@ -25,8 +25,8 @@ is what Blazar stores. ``end_time`` (the spec's examples) is an alias of
 What the ledger cannot hold, or a log line could be forged with, is refused
 here, before any filter runs, with a :class:`PayloadError` (a 400) naming
 the field. The bounds, the JSON schemas and the walk of a whole body are in
-:mod:`placement_quota.lease_schema`, the error in
-:mod:`placement_quota.lease_errors`; callers find the error, the resource
+:mod:`placement_quota.lease.schema`, the error in
+:mod:`placement_quota.lease.errors`; callers find the error, the resource
 types (:data:`HOST`, :data:`INSTANCE`...) and :data:`MAX_INT` here.
 """
 
@@ -39,16 +39,16 @@ import re
 import types
 from typing import Mapping, Optional
 
-from placement_quota import lease_errors
-from placement_quota import lease_schema
+from placement_quota.lease import errors as lease_errors
+from placement_quota.lease import schema as lease_schema
 # Part of this module's interface (lease.PayloadError, lease.HOST...).
-from placement_quota.lease_errors import PayloadError
-from placement_quota.lease_schema import FLAVOR  # noqa: F401
-from placement_quota.lease_schema import FLOATINGIP  # noqa: F401
-from placement_quota.lease_schema import HOST
-from placement_quota.lease_schema import INSTANCE
-from placement_quota.lease_schema import MAX_INT  # noqa: F401
-from placement_quota.lease_schema import NETWORK  # noqa: F401
+from placement_quota.lease.errors import PayloadError
+from placement_quota.lease.schema import FLAVOR  # noqa: F401
+from placement_quota.lease.schema import FLOATINGIP  # noqa: F401
+from placement_quota.lease.schema import HOST
+from placement_quota.lease.schema import INSTANCE
+from placement_quota.lease.schema import MAX_INT  # noqa: F401
+from placement_quota.lease.schema import NETWORK  # noqa: F401
 
 # The sizes of an instance reservation, each summed over a lease (amount x
 # size) and bounded by lease_schema.MAX_TOTAL.
@@ -73,8 +73,8 @@ def parse_date(value, field, bounded=False):
     """Return a naive UTC datetime from Blazar's or the spec's format.
 
     ``bounded`` refuses dates outside
-    :data:`~placement_quota.lease_schema.MIN_DATE` to
-    :data:`~placement_quota.lease_schema.MAX_DATE` (lease dates always
+    :data:`~placement_quota.lease.schema.MIN_DATE` to
+    :data:`~placement_quota.lease.schema.MAX_DATE` (lease dates always
     are).
     """
     if isinstance(value, datetime.datetime):
@@ -270,7 +270,7 @@ class Lease:
 
 def _check_totals(reservations, field):
     """Refuse a lease whose instances add up to more than
-    :data:`~placement_quota.lease_schema.MAX_TOTAL` of a resource class
+    :data:`~placement_quota.lease.schema.MAX_TOTAL` of a resource class
     (each count is bounded by the schema; their products and sums are
     not)."""
     totals = dict.fromkeys(INSTANCE_SIZE_FIELDS, 0)

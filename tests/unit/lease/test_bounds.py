@@ -21,8 +21,8 @@ import re
 import fastjsonschema
 import testtools
 
-from placement_quota import lease as model
-from placement_quota import lease_schema
+from placement_quota.lease import model
+from placement_quota.lease import schema as lease_schema
 from tests import builders
 
 KINDS = ('check-create', 'check-update', 'on-end')

@@ -13,8 +13,8 @@
 
 import testtools
 
-from placement_quota.ledger import accounting
-from placement_quota import lease as lease_model
+from placement_quota.lease import amounts as accounting
+from placement_quota.lease import model as lease_model
 from tests import flavor_helpers
 from tests import spec_examples as spec
 

@@ -28,7 +28,7 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
-from placement_quota.compute import flavor_rules
+from placement_quota.lease import flavor_rules
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))

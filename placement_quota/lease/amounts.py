@@ -39,9 +39,9 @@ them unless ``[enforcement] unknown_reservation_types = allow``
 
 import json
 
-from placement_quota.compute import flavor_rules
-from placement_quota import lease as lease_model
-from placement_quota import lease_schema
+from placement_quota.lease import flavor_rules
+from placement_quota.lease import model as lease_model
+from placement_quota.lease import schema as lease_schema
 
 HOSTS = 'hosts'
 INSTANCES = 'instances'
@@ -117,7 +117,7 @@ def flavor_ids(lease):
 
 
 def flavor_of(reservation, flavors):
-    """The :class:`~placement_quota.compute.flavor_rules.Flavor` of a
+    """The :class:`~placement_quota.lease.flavor_rules.Flavor` of a
     ``flavor:instance`` reservation in ``flavors`` (the prefetched
     mapping); KeyError when it was not read."""
     return flavors[flavor_id(reservation)]
@@ -141,8 +141,8 @@ def flavor_traits(reservation, flavors):
 
 def check_flavor_totals(lease, flavors, field='lease'):
     """Refuse a lease whose flavor instances add up to more than
-    :data:`~placement_quota.lease_schema.MAX_TOTAL` of a class, by either
-    rule, as a :class:`~placement_quota.lease.PayloadError` naming the
+    :data:`~placement_quota.lease.schema.MAX_TOTAL` of a class, by either
+    rule, as a :class:`~placement_quota.lease.model.PayloadError` naming the
     reservation's ``amount``."""
     totals = {}
     for index, reservation, _ in flavor_ids(lease):

@@ -17,8 +17,8 @@ import json
 
 import testtools
 
-from placement_quota import lease as model
-from placement_quota import lease_schema
+from placement_quota.lease import model
+from placement_quota.lease import schema as lease_schema
 from tests import spec_examples as spec
 
 
