@@ -45,7 +45,7 @@ from oslo_log import log as logging
 from sqlalchemy import exc as sa_exc
 import stevedore
 
-from placement_quota.compute import quotas as nova_quotas
+from placement_quota.nova import quotas as nova_quotas
 from placement_quota import concurrency
 from placement_quota.conf import enforcement as enforcement_conf
 from placement_quota.filters import base

@@ -39,7 +39,7 @@ import contextlib
 import contextvars
 
 from placement_quota.lease import flavor_rules
-from placement_quota.compute import flavors as flavors_mod
+from placement_quota.nova import flavors as flavors_mod
 from placement_quota.filters import base
 from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import admission as admission_mod
@@ -88,7 +88,7 @@ _FLAVORS = contextvars.ContextVar('placement_quota_flavors', default=None)
 def prefetch_flavors(filter_, lease, field='lease'):
     """The flavors of ``lease``'s ``flavor:instance`` reservations, read
     now (before the locks) through ``filter_.services.flavors``: a
-    :class:`~placement_quota.compute.flavors.Prefetched`, or None when the
+    :class:`~placement_quota.nova.flavors.Prefetched`, or None when the
     lease has none.
 
     A flavor that cannot be counted is a denial (labelled ``filter_``):
@@ -96,7 +96,7 @@ def prefetch_flavors(filter_, lease, field='lease'):
     specs, or no Nova configured. A reservation without a flavor ID, or
     amounts past the ledger's bounds, is a
     :class:`~placement_quota.lease.model.PayloadError`. Nova not answering is
-    :class:`~placement_quota.compute.flavors.FlavorUnavailable` (503).
+    :class:`~placement_quota.nova.flavors.FlavorUnavailable` (503).
     """
     found = accounting.flavor_ids(lease)
     if not found:

@@ -63,7 +63,7 @@ import typing
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from placement_quota.compute import quotas
+from placement_quota.nova import quotas
 from placement_quota.filters import ledger_base
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects

@@ -168,7 +168,7 @@ def reservation_amounts(reservation, host_resources=None, flavors=None):
     ``host_resources(hostname)`` returns ``{'VCPU': n, ...}`` of one host
     (from Placement); without it, or for a host it does not know, hosts
     count only as hosts. ``flavors`` maps a flavor ID to its flavor (read
-    from Nova beforehand, :class:`~placement_quota.compute.flavors.
+    from Nova beforehand, :class:`~placement_quota.nova.flavors.
     Prefetched`); without it a ``flavor:instance`` reservation counts only
     its instances, and a flavor it lacks raises KeyError.
     """

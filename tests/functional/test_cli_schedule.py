@@ -17,7 +17,7 @@ from urllib import parse
 import uuid
 
 from tests.functional import test_cli
-from tests.functional.compute import nova_process
+from tests.functional.scheduler import nova_process
 
 command = test_cli.command
 

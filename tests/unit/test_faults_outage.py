@@ -21,7 +21,7 @@ from keystoneauth1 import exceptions as ks_exceptions
 from sqlalchemy import exc as sa_exc
 import testtools
 
-from placement_quota.compute import quotas
+from placement_quota.nova import quotas
 from placement_quota import conf as pq_conf
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod

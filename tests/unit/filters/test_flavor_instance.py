@@ -11,7 +11,7 @@
 # under the License.
 """flavor:instance reservations in every policy, and unknown reservation
 types, on a SQLite ledger, flavors from a static catalog (the real Nova
-API is in tests/functional/compute/test_flavors.py)."""
+API is in tests/functional/nova/test_flavors.py)."""
 
 import os
 

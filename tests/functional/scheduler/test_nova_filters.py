@@ -12,7 +12,7 @@
 """Our Nova plugins as nova-scheduler runs them, and a real Placement's
 answer.
 
-The request filter is the one :mod:`placement_quota.compute.nova_filters`
+The request filter is the one :mod:`placement_quota.scheduler.nova_filters`
 put in Nova's ``ALL_REQUEST_FILTERS``; it reads the aggregates from Nova's
 API database (``AggregateList.get_all``) and writes the RequestSpec's
 ``requested_destination``; Nova's ``resources_from_request_spec`` builds
@@ -27,8 +27,8 @@ import uuid
 import testtools
 
 from placement_quota.placement import reservations
-from tests.functional.compute import nova_process
-from tests.functional.compute import test_nova_placement as cloud
+from tests.functional.scheduler import nova_process
+from tests.functional.scheduler import test_nova_placement as cloud
 
 OWNER = cloud.OWNER
 OTHER = cloud.OTHER
@@ -226,7 +226,10 @@ class TestBadMetadata(testtools.TestCase):
 
 class TestRegistration(testtools.TestCase):
     """``[filter_scheduler] available_filters =
-    placement_quota.compute.nova_filters.all_filters`` in a Nova process."""
+    placement_quota.scheduler.nova_filters.all_filters`` in a Nova process,
+    and its deprecated path ``placement_quota.compute.nova_filters``: the
+    host filters are loaded from the deprecated path, as nova.conf files
+    written before the scheduler package name it."""
 
     def setUp(self):
         super().setUp()

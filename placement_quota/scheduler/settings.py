@@ -12,11 +12,14 @@
 """The names and prefixes the scheduler decision reads (pure).
 
 Stock Blazar's and Nova's by default; ``[placement_quota_scheduler]``
-(:mod:`placement_quota.conf.scheduler`) sets them for a deployment.
+(:mod:`placement_quota.conf.scheduler`) sets them for a deployment
+(:func:`settings_from_conf`).
 """
 
 import dataclasses
 from typing import Tuple
+
+from placement_quota.conf import scheduler as scheduler_conf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,3 +80,21 @@ class Settings:
 
 
 DEFAULT_SETTINGS = Settings()
+
+
+def settings_from_conf(conf):
+    """The :class:`Settings` of ``conf`` (the group registered).
+
+    :raises ValueError: an empty name or prefix.
+    """
+    group = conf[scheduler_conf.GROUP.name]
+    values = {}
+    for name in scheduler_conf.SETTINGS_FIELDS:
+        value = group[name]
+        if name == 'az_prefixes':
+            # An empty AZ prefix would make every AZ a reservation's.
+            value = tuple(v for v in value if v)
+        elif isinstance(value, list):
+            value = tuple(value)  # Settings refuses an empty one
+        values[name] = value
+    return Settings(**values)

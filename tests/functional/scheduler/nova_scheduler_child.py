@@ -22,7 +22,7 @@ oslo.messaging's fake transport (``Aggregate.create`` notifies).
 database (``nova.objects.Aggregate.create`` / ``add_host``); the
 RequestSpec is built as nova-api builds it; **our request filter, taken
 from** ``nova.scheduler.request_filter.ALL_REQUEST_FILTERS`` where
-:mod:`placement_quota.compute.nova_filters` put it, runs on it (reading
+:mod:`placement_quota.scheduler.nova_filters` put it, runs on it (reading
 the aggregates with ``AggregateList.get_all``); the Placement query comes
 from Nova's ``resources_from_request_spec``. On a second RequestSpec of the
 same request, Nova's ``HostFilterHandler`` runs ``ReservationHostFilter``
@@ -39,7 +39,12 @@ import tempfile
 import uuid
 
 AVAILABLE_FILTERS = ['nova.scheduler.filters.all_filters',
-                     'placement_quota.compute.nova_filters.all_filters']
+                     'placement_quota.scheduler.nova_filters.all_filters']
+#: What nova.conf files written before placement_quota.scheduler name (the
+#: deprecated placement_quota.compute shim): :func:`registration` loads it.
+DEPRECATED_AVAILABLE_FILTERS = [
+    'nova.scheduler.filters.all_filters',
+    'placement_quota.compute.nova_filters.all_filters']
 
 _state = {}
 
@@ -70,7 +75,7 @@ def _setup():
     rpc.init(conf)
     conf.set_override('available_filters', AVAILABLE_FILTERS,
                       'filter_scheduler')
-    from placement_quota.compute import nova_filters  # noqa: F401 - registers
+    from placement_quota.scheduler import nova_filters  # noqa: F401 registers
     _state.update(conf=conf, tmp=tmp)
     return _state
 
@@ -137,7 +142,7 @@ def _spec(request):
 
 
 def _ours(filters):
-    from placement_quota.compute import request_filter
+    from placement_quota.scheduler import request_filter
 
     return [f for f in filters if getattr(f, request_filter.MARKER, False)]
 
@@ -234,22 +239,24 @@ def _blazar_filter(conf, handler, states, request):
 
 
 def registration(request):
-    """Import and reload nova_filters (and request_filter); how many of
-    our request filters Nova's list holds after each step."""
-    state = _setup()
+    """Import and reload nova_filters (and request_filter), then import
+    its deprecated path; how many of our request filters Nova's list holds
+    after each step, and the host filters Nova loads from the deprecated
+    path (what older nova.conf files name)."""
+    _setup()
     from nova.scheduler import filters as host_filters
     from nova.scheduler import request_filter as nova_request_filter
 
-    from placement_quota.compute import request_filter
+    from placement_quota.scheduler import request_filter
 
     filters = nova_request_filter.ALL_REQUEST_FILTERS
     nova_own = [f for f in filters if f not in _ours(filters)]
     counts = {}
     nova_filters = importlib.import_module(
-        'placement_quota.compute.nova_filters')
+        'placement_quota.scheduler.nova_filters')
     counts['import'] = len(_ours(filters))
     nova_filters = importlib.import_module(
-        'placement_quota.compute.nova_filters')
+        'placement_quota.scheduler.nova_filters')
     counts['second import'] = len(_ours(filters))
     importlib.reload(nova_filters)
     counts['reload'] = len(_ours(filters))
@@ -259,9 +266,10 @@ def registration(request):
         _ours(filters))
     nova_filters.all_filters()
     counts['all_filters()'] = len(_ours(filters))
+    importlib.import_module('placement_quota.compute.nova_filters')
+    counts['import of the deprecated path'] = len(_ours(filters))
     handler = host_filters.HostFilterHandler()
-    classes = handler.get_matching_classes(
-        state['conf'].filter_scheduler.available_filters)
+    classes = handler.get_matching_classes(DEPRECATED_AVAILABLE_FILTERS)
     names = [c.__name__ for c in classes]
     return {
         'counts': counts,

@@ -22,7 +22,7 @@ requests, one JSON line each way.
 For each request the child does what nova-api and nova-scheduler do:
 ``RequestSpec.from_components`` (as nova-api builds it) from a ``Flavor``,
 image properties and scheduler hints; ``nova.objects.Aggregate`` objects;
-the decision (:func:`placement_quota.compute.decision.decide`) from what
+the decision (:func:`placement_quota.scheduler.decision.decide`) from what
 the RequestSpec carries; the decision applied to
 ``requested_destination`` with ``Destination.require_aggregates`` and
 ``append_forbidden_aggregates``; the query by
@@ -192,13 +192,13 @@ def _serve():  # pragma: no cover - runs in the child
     from nova.scheduler.client import report
     from nova.scheduler import utils as scheduler_utils
 
-    from placement_quota.compute import decision as dec
+    from placement_quota.scheduler import decision as dec
 
     objects.register_all()
 
     def handle(request):
         if request.get('op', 'schedule') != 'schedule':
-            from tests.functional.compute import nova_scheduler_child
+            from tests.functional.scheduler import nova_scheduler_child
             return nova_scheduler_child.handle(request)
         ctxt = nova_context.RequestContext(
             user_id='user', project_id=request['project_id'],

@@ -14,7 +14,7 @@
 A ``flavor:instance`` reservation names a flavor; what it reserves comes
 from the flavor (:mod:`placement_quota.lease.flavor_rules`). The flavor
 is read from Nova with openstacksdk on the keystoneauth session of
-``[nova]`` (as :mod:`placement_quota.compute.quotas` reaches Nova), kept
+``[nova]`` (as :mod:`placement_quota.nova.quotas` reaches Nova), kept
 ``[nova] flavor_cache_ttl`` seconds, and read again when it is not in the
 cache or has expired (a flavor Nova did not know is never cached: a flavor
 created since is found at once).
@@ -43,7 +43,7 @@ from openstack import exceptions as sdk_exceptions
 from oslo_log import log as logging
 
 from placement_quota.lease import flavor_rules
-from placement_quota.compute import quotas
+from placement_quota.nova import quotas
 from placement_quota.conf import _util
 from placement_quota.conf import nova as nova_conf
 from placement_quota import metrics

@@ -18,8 +18,9 @@ import tempfile
 from oslo_config import cfg
 import testtools
 
-from placement_quota.compute import aggregates
-from placement_quota.compute import decision as dec
+from placement_quota.scheduler import aggregates
+from placement_quota.scheduler import decision as dec
+from placement_quota.scheduler import settings as settings_mod
 from placement_quota.conf import scheduler as scheduler_conf
 
 
@@ -36,7 +37,7 @@ class TestSchedulerOptions(testtools.TestCase):
 
     def test_defaults_are_the_decision_defaults(self):
         self.assertEqual(dec.DEFAULT_SETTINGS,
-                         scheduler_conf.settings_from_conf(conf_with()))
+                         settings_mod.settings_from_conf(conf_with()))
 
     def test_every_settings_field_is_an_option(self):
         import dataclasses
@@ -48,15 +49,15 @@ class TestSchedulerOptions(testtools.TestCase):
         conf = conf_with(freepool_name='spare')
         scheduler_conf.register_opts(conf)
         self.assertEqual('spare',
-                         scheduler_conf.settings_from_conf(conf)
+                         settings_mod.settings_from_conf(conf)
                          .freepool_name)
 
     def test_empty_forbidden_prefix_is_refused(self):
-        self.assertRaises(ValueError, scheduler_conf.settings_from_conf,
+        self.assertRaises(ValueError, settings_mod.settings_from_conf,
                           conf_with(forbidden_prefixes=['']))
 
     def test_empty_az_prefix_is_dropped(self):
-        settings = scheduler_conf.settings_from_conf(
+        settings = settings_mod.settings_from_conf(
             conf_with(az_prefixes=['', 'blazar_']))
         self.assertEqual(('blazar_',), settings.az_prefixes)
 

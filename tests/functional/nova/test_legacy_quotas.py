@@ -19,7 +19,7 @@ import uuid
 import requests
 import testtools
 
-from placement_quota.compute import quotas
+from placement_quota.nova import quotas
 from tests.fixtures import nova
 
 

@@ -47,12 +47,12 @@ import uuid
 import requests
 import testtools
 
-from placement_quota.compute import decision as dec
+from placement_quota.scheduler import decision as dec
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
 from placement_quota.placement import reservations
 from tests.fixtures import placement as placement_fixtures
-from tests.functional.compute import nova_process
+from tests.functional.scheduler import nova_process
 
 OWNER = 'a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1'
 OTHER = 'b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2'

@@ -11,11 +11,8 @@
 # under the License.
 """The scheduler decision, pure: no Nova, no Placement.
 
-(Unit tests in all but location: they live here until
-``tests/unit/compute`` exists.)
-
 The cloud below is what stock Blazar 18 writes into Nova (see the module
-docstring of :mod:`placement_quota.compute.decision`), plus one
+docstring of :mod:`placement_quota.scheduler.decision`), plus one
 aggregate in the style of Placement's "Support filtering by forbidden
 aggregate membership" spec and one aggregate Blazar has nothing to do with.
 """
@@ -24,7 +21,7 @@ import types
 
 import testtools
 
-from placement_quota.compute import decision as dec
+from placement_quota.scheduler import decision as dec
 
 OWNER = 'a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1'       # owns both reservations
 OTHER = 'b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2'       # another project

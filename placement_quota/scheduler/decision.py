@@ -86,7 +86,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Set, Tuple, Union
 from oslo_utils import strutils
 from oslo_utils import uuidutils
 
-from placement_quota.compute import settings as settings_mod
+from placement_quota.scheduler import settings as settings_mod
 
 REGULAR = 'regular'
 INSTANCE_RESERVATION = 'instance-reservation'
@@ -100,7 +100,7 @@ AZ_KEY = 'availability_zone'
 AGGREGATE_EXTRA_SPECS_SCOPE = 'aggregate_instance_extra_specs:'
 #: ``resources:X``, ``resources1:X``, ``resources_NET:X`` (granular groups).
 #: The names and prefixes of a deployment (see
-#: :mod:`placement_quota.compute.settings`).
+#: :mod:`placement_quota.scheduler.settings`).
 Settings = settings_mod.Settings
 DEFAULT_SETTINGS = settings_mod.DEFAULT_SETTINGS
 _RESOURCES_KEY = re.compile(r'^resources([1-9][0-9]*|_[a-zA-Z0-9_-]{1,64})?:'

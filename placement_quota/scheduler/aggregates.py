@@ -18,7 +18,7 @@ schedule explain``) read them here, as :class:`decision.Aggregate`.
 
 import json
 
-from placement_quota.compute import decision as dec
+from placement_quota.scheduler import decision as dec
 
 
 class AggregatesError(Exception):

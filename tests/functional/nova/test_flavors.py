@@ -21,7 +21,7 @@ import uuid
 import webob
 
 from placement_quota.api import app as api_app
-from placement_quota.compute import flavors
+from placement_quota.nova import flavors
 from placement_quota.conf import nova as nova_conf
 from placement_quota import sessions
 from tests.builders import day
