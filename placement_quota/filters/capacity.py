@@ -82,7 +82,7 @@ from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
 from placement_quota.lease import amounts as accounting
-from placement_quota.ledger import locks
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import window
 from placement_quota.lease import model as lease_model

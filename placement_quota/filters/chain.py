@@ -413,7 +413,7 @@ class FilterChain:
                 with self._preparing(filter_, kind, context):
                     prepared[filter_] = outcome.get()
         try:
-            # The ledger takes the locks in its own order (ledger/locks.py)
+            # The ledger takes the locks in its own order (ledger/db/locks.py)
             host_resources = host_resources.get()
             with ledger_base.ledger_denials():
                 with admission_mod.admit(

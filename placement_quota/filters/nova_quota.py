@@ -49,7 +49,7 @@ kept per project for at most that many seconds (:class:`QuotaCache`) and
 reused for leases that start in the future; a lease starting now reads it
 again. A cached read is checked inside the admission against the
 project's generation in the ledger, which moves when one of its leases
-starts or ends (ledger/transitions.py) or when an operator asks
+starts or ends (ledger/entry_states.py) or when an operator asks
 (``placement-quota quota refresh``), in any process on any host: when it
 moved, the quota is read again there, under the project's lock.
 """

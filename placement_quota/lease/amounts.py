@@ -244,7 +244,7 @@ INSTANCE_TYPES = (lease_model.INSTANCE, lease_model.FLAVOR)
 def instance_hosts(lease_body):
     """Host names of the instance reservations (``virtual:instance`` and
     ``flavor:instance``) of a lease body, spaces as ``%20``: the capacity
-    pools (ledger/locks.py) the entry takes room from."""
+    pools (ledger/db/locks.py) the entry takes room from."""
     names = set()
     for reservation in (lease_body or {}).get('reservations') or ():
         if reservation.get('resource_type') not in INSTANCE_TYPES:

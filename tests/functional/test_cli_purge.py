@@ -29,7 +29,7 @@ import testtools
 from placement_quota.ledger import models
 from placement_quota.ledger import purge
 from placement_quota.ledger import store
-from placement_quota.ledger import transitions
+from placement_quota.ledger import entry_states
 from tests.fixtures import postgresql
 from tests.functional.test_cli import CLITestCase
 from tests.functional.test_cli import command
@@ -71,11 +71,11 @@ def populate(ledger):
             recent = _entry(txn, project, allocation, JULY, 2)
         ledger.clock = lambda: JANUARY + datetime.timedelta(days=1)
         with ledger.transaction([project]) as txn:
-            transitions.close(txn, ended, txn.now)   # 1 day of 2 used
-            transitions.abandon(txn, pending)
+            entry_states.close(txn, ended, txn.now)   # 1 day of 2 used
+            entry_states.abandon(txn, pending)
         ledger.clock = lambda: JULY + datetime.timedelta(days=1)
         with ledger.transaction([project]) as txn:
-            transitions.close(txn, recent, txn.now)
+            entry_states.close(txn, recent, txn.now)
     ledger.clock = timeutils.utcnow
 
 

@@ -45,7 +45,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from placement_quota.lease import amounts as accounting  # noqa: E402
-from placement_quota.ledger import backfill  # noqa: E402
+from placement_quota.ledger.db import backfill  # noqa: E402
 from placement_quota.ledger import models  # noqa: E402
 from placement_quota.ledger import report  # noqa: E402
 from placement_quota.ledger import store  # noqa: E402

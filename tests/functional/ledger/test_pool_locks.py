@@ -12,7 +12,7 @@
 """Capacity admissions lock capacity pools, not the whole cloud: on a real
 PostgreSQL and a real MariaDB, one admission holds its locks (stopped
 after its check, inside its transaction) while others run, and which of
-them complete and which wait shows the locks (ledger/locks.py) --
+them complete and which wait shows the locks (ledger/db/locks.py) --
 proven by lock waits, not by throughput. SQLite has one write lock for
 everything, so these run on the row-locking databases only."""
 

@@ -15,7 +15,7 @@
 import datetime
 
 from placement_quota.filters import capacity
-from placement_quota.ledger import locks
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
 from tests.builders import day
 from tests.builders import hosts

@@ -12,7 +12,7 @@
 """The SQLAlchemy engine of a ledger database, set up for its locking and
 timeouts: SQLite's pragmas and ``BEGIN IMMEDIATE``; PostgreSQL's
 connection options, a pre-ping with a deadline and the
-:class:`~placement_quota.ledger.deadlines.Watchdog` around every
+:class:`~placement_quota.ledger.db.deadlines.Watchdog` around every
 statement; MySQL and MariaDB through oslo.db's engine (its error
 translation and pre-ping) with session variables and socket timeouts;
 database errors that mean "unavailable" raised as such, deadlocks retried
@@ -27,7 +27,7 @@ connecting and the ping of a pooled connection at checkout, and
 ``statement_timeout`` bounds every statement on the server; a server that
 does not answer at all (frozen) is given up by a client-side deadline of
 ``max(statement_timeout, lock_timeout) + 2`` seconds per statement (see
-:mod:`~placement_quota.ledger.deadlines`). Each of these failures raises
+:mod:`~placement_quota.ledger.db.deadlines`). Each of these failures raises
 :class:`~placement_quota.ledger.errors.LedgerUnavailable`
 (:class:`~placement_quota.ledger.errors.LockTimeout` for a lock wait),
 which the enforcement API answers with 503.
@@ -56,8 +56,8 @@ from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
-from placement_quota.ledger import checkpoints
-from placement_quota.ledger import deadlines
+from placement_quota.ledger.db import checkpoints
+from placement_quota.ledger.db import deadlines
 from placement_quota.ledger import errors
 
 LOG = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def _configure_sqlite(engine, lock_timeout, path=None):
 def _configure_postgresql(engine, watchdog, connect_timeout,
                           statement_deadline):
     """Deadlines on every call to a PostgreSQL server (see
-    :mod:`~placement_quota.ledger.deadlines`)."""
+    :mod:`~placement_quota.ledger.db.deadlines`)."""
 
     @sa.event.listens_for(engine, 'connect')
     def _connect(dbapi_connection, record):

@@ -17,7 +17,7 @@ import time
 
 import testtools
 
-from placement_quota.ledger import deadlines
+from placement_quota.ledger.db import deadlines
 
 
 class Connection:

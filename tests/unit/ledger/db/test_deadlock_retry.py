@@ -18,7 +18,7 @@ import fixtures
 from oslo_db import exception as db_exc
 import testtools
 
-from placement_quota.ledger import engine
+from placement_quota.ledger.db import engine
 from placement_quota.ledger import errors
 
 
@@ -41,7 +41,7 @@ class TestRetryDeadlocks(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.log = self.useFixture(fixtures.FakeLogger(
-            name='placement_quota.ledger.engine'))
+            name='placement_quota.ledger.db.engine'))
 
     def test_a_deadlock_is_tried_again_and_logged(self):
         begin = FakeDeadlockingBegin(1)

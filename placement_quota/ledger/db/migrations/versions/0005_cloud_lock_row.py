@@ -12,7 +12,7 @@
 """The cloud lock row ``*`` exists from the start.
 
 Capacity admissions on disjoint hosts take the row ``*`` in shared mode
-(ledger/locks.py). A lock row is otherwise inserted by the first
+(ledger/db/locks.py). A lock row is otherwise inserted by the first
 transaction that takes it, and until that transaction ends every other
 one taking the row waits for the insert: the first admissions of a new
 ledger would wait for each other. No schema change.

@@ -20,7 +20,7 @@ import fixtures
 import sqlalchemy as sa
 import testtools
 
-from placement_quota.ledger import backfill
+from placement_quota.ledger.db import backfill
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from tests.builders import at

@@ -20,7 +20,7 @@ Revises: 0010
 from alembic import op
 import sqlalchemy as sa
 
-from placement_quota.ledger import backfill
+from placement_quota.ledger.db import backfill
 
 revision = '0011'
 down_revision = '0010'

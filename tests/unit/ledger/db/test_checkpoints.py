@@ -18,7 +18,7 @@ import time
 import fixtures
 import testtools
 
-from placement_quota.ledger import checkpoints
+from placement_quota.ledger.db import checkpoints
 from placement_quota.ledger import store
 
 
