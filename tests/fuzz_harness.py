@@ -71,7 +71,7 @@ import hypothesis
 from hypothesis import HealthCheck
 import sqlalchemy as sa
 
-from placement_quota.api import admin
+from placement_quota.api.admin import app as admin
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client

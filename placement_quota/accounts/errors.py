@@ -14,7 +14,7 @@
 Each error carries a message naming the field and the value, and extra
 details (``body``: the field, the value, and what else helps the caller).
 They know nothing of HTTP: the admin API maps each class to its status
-(:data:`placement_quota.api.admin.STATUS`), the CLI prints the message.
+(:data:`placement_quota.api.admin.app.STATUS`), the CLI prints the message.
 """
 
 

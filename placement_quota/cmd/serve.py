@@ -22,8 +22,8 @@ import threading
 from cliff import command
 from oslo_log import log as logging
 
-from placement_quota.api import admin
-from placement_quota.api import app as api_app
+from placement_quota.api.admin import app as admin
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.conf import ledger as ledger_conf

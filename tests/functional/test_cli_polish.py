@@ -26,7 +26,7 @@ from placement_quota.accounts import service
 from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from tests.fixtures import placement as placement_fixtures
-from tests.functional import test_admin_api_gabbi as seeds
+from tests.functional.api import test_admin_gabbi as seeds
 from tests.functional.test_cli import CLITestCase
 from tests.functional.test_cli import command
 from tests.functional.test_cli import TIMEOUT

@@ -30,8 +30,8 @@ import time
 import requests
 import testtools
 
-from placement_quota.api import admin
-from placement_quota.api import app as api_app
+from placement_quota.api.admin import app as admin
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.filters import chain as chain_mod
 from placement_quota import wsgi_server
 from tests.fixtures import enforcement as enforcement_fixture

@@ -79,7 +79,7 @@ import requests  # noqa: E402
 
 from placement_quota.accounts import servers as nova_servers  # noqa: E402,E501
 from placement_quota.accounts import service  # noqa: E402
-from placement_quota.api import admin  # noqa: E402
+from placement_quota.api.admin import app as admin  # noqa: E402
 from placement_quota import conf as pq_conf  # noqa: E402
 from placement_quota.ledger import models  # noqa: E402
 from placement_quota.placement import capacity  # noqa: E402

@@ -88,7 +88,7 @@ def parse_only_app(environ, start_response, parse_body):
 def serve(threads, log_file):
     from oslo_log import log as logging
 
-    from placement_quota.api import app as api_app
+    from placement_quota.api.enforcement import app as api_app
     from placement_quota import conf as pq_conf
     from placement_quota import filters
     from placement_quota.filters import chain as chain_mod

@@ -58,7 +58,7 @@ import testtools.content
 from blazarclient import client as blazar_client
 from blazarclient import exception as blazar_exception
 
-from placement_quota.api import app as api_app
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.filters import chain as chain_mod
 from placement_quota.lifecycle import listener as listener_mod
 from placement_quota.ledger import store

@@ -26,7 +26,7 @@ import requests
 import testtools
 
 from placement_quota.accounts import service
-from placement_quota.api import admin
+from placement_quota.api.admin import app as admin
 from placement_quota import conf as pq_conf
 from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod

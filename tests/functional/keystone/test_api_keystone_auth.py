@@ -25,7 +25,7 @@ from keystonemiddleware import auth_token
 import requests
 import testtools
 
-from placement_quota.api import app as api_app
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import external

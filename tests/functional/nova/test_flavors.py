@@ -20,7 +20,7 @@ import uuid
 
 import webob
 
-from placement_quota.api import app as api_app
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.nova import flavors
 from placement_quota.conf import nova as nova_conf
 from placement_quota import sessions

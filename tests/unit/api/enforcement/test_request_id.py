@@ -16,7 +16,7 @@ import uuid
 
 import testtools
 
-from placement_quota.api import app
+from placement_quota.api.enforcement import app
 
 
 class TestNewRequestId(testtools.TestCase):

@@ -23,15 +23,15 @@ import testtools
 import webob
 
 from placement_quota.accounts import service
-from placement_quota.api import admin
-from placement_quota.api import app as api_app
+from placement_quota.api.admin import app as admin
+from placement_quota.api.enforcement import app as api_app
 from placement_quota import conf as pq_conf
 from placement_quota import filters
 from placement_quota.filters import chain as chain_mod
 from placement_quota.ledger import store
 
 SOURCE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), 'api-ref', 'source')
+    os.path.dirname(os.path.abspath(__file__))))), 'api-ref', 'source')
 METHODS = ('GET', 'HEAD', 'PUT', 'POST', 'DELETE', 'PATCH')
 # The paths the enforcement app serves besides its routers' tables.
 ENFORCEMENT_MOUNTS = ['/healthcheck', '/metrics']

@@ -93,8 +93,8 @@ class TestEnforcementUnderUWSGI(testtools.TestCase):
         cls.config = os.path.join(cls.dir, 'placement-quota.conf')
         with open(cls.config, 'w') as out:
             out.write(CONFIG.format(dir=cls.dir))
-        cls.server = UWSGIServer('placement_quota.api.wsgi', cls.dir,
-                                 cls.config)
+        cls.server = UWSGIServer('placement_quota.api.enforcement.wsgi',
+                                 cls.dir, cls.config)
 
     @classmethod
     def tearDownClass(cls):
@@ -152,6 +152,8 @@ class TestAdminAPIUnderUWSGI(testtools.TestCase):
         config = os.path.join(directory, 'placement-quota.conf')
         with open(config, 'w') as out:
             out.write(CONFIG.format(dir=directory))
+        # The deprecated path uWSGI configurations written before
+        # placement_quota.api.admin.wsgi name: a shim of that module.
         self.server = UWSGIServer('placement_quota.api.admin_wsgi',
                                   directory, config)
         self.addCleanup(self.server.stop)

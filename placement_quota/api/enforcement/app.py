@@ -16,7 +16,7 @@ From the outside in: oslo.middleware's ``http_proxy_to_wsgi`` when
 (``X-OpenStack-Request-Id``, on every answer, errors included), a fault
 barrier (no traceback ever reaches a client), ``/healthcheck``
 (oslo.middleware's, checking the ledger and Placement:
-:mod:`placement_quota.healthcheck`) and ``/metrics`` (Prometheus:
+:mod:`placement_quota.api.healthcheck`) and ``/metrics`` (Prometheus:
 :mod:`placement_quota.metrics`), then the routers. The version
 documents are public; the enforcement endpoints sit behind
 keystonemiddleware and a service-role check when ``[api] auth_strategy =
@@ -33,10 +33,10 @@ from oslo_log import log as logging
 from oslo_middleware import http_proxy_to_wsgi
 import webob
 
-from placement_quota.api import enforcement
+from placement_quota.api.enforcement import handler as enforcement
 from placement_quota.api import util
 from placement_quota.conf import api as api_conf
-from placement_quota import healthcheck as pq_healthcheck
+from placement_quota.api import healthcheck as pq_healthcheck
 from placement_quota import metrics
 
 LOG = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ import os
 
 from gabbi import driver
 
-from placement_quota.api import app as api_app
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.filters import chain as chain_mod
 from tests.fixtures import enforcement
 

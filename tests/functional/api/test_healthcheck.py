@@ -24,8 +24,8 @@ import fixtures
 import testtools
 import webob
 
-from placement_quota.api import admin as admin_api
-from placement_quota.api import app as api_app
+from placement_quota.api.admin import app as admin_api
+from placement_quota.api.enforcement import app as api_app
 from placement_quota import conf as pq_conf
 from placement_quota import filters
 from placement_quota.filters import chain as chain_mod

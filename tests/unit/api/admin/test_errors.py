@@ -17,9 +17,9 @@ import testtools
 import webob
 
 from placement_quota.accounts import errors
-from placement_quota.api import admin
+from placement_quota.api.admin import app as admin
 from placement_quota.ledger import errors as ledger_errors
-from placement_quota import policies
+from placement_quota.api.admin import access as policies
 
 
 class FailingAccounts:

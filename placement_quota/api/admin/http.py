@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""HTTP encoding of the account admin API (:mod:`placement_quota.api.admin`).
+"""HTTP encoding of the account admin API
+(:mod:`placement_quota.api.admin.app`).
 
 What the handlers parse and answer, apart from routing and the account
 service: the raw request path (``%2F`` still encoded, so an account ID is

@@ -17,7 +17,7 @@ import json
 
 import testtools
 
-from placement_quota.api import admin_http
+from placement_quota.api.admin import http as admin_http
 from placement_quota.api import util
 
 

@@ -16,7 +16,7 @@ tests/functional/accounts/test_admin_hardening.py go over HTTP."""
 import testtools
 import webob
 
-from placement_quota.api import admin_guard
+from placement_quota.api.admin import guard as admin_guard
 
 
 def app(environ, start_response):

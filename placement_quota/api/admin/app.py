@@ -13,9 +13,9 @@
 WSGI application.
 
 Served on its own port (``placement-quota serve --admin-port``) or by any
-WSGI server (:mod:`placement_quota.api.admin_wsgi`), never on the
+WSGI server (:mod:`placement_quota.api.admin.wsgi`), never on the
 enforcement service's endpoint. Every call is checked against the
-oslo.policy rules of :mod:`placement_quota.policies` (default: the
+oslo.policy rules of :mod:`placement_quota.api.admin.access` (default: the
 ``admin`` role); with ``[admin_api] auth_strategy = keystone`` a token is
 validated first by keystonemiddleware.
 
@@ -31,12 +31,12 @@ Resources (``{account_id}`` percent-encoded, see
     GET|POST             /v1/{account_id}/leases/{lease_id}/action/move?dest=
     GET                  /v1/{account_id}/report?start=&end=[&by=][&user=]
 
-The handlers are thin: parse (:mod:`placement_quota.api.admin_http`:
+The handlers are thin: parse (:mod:`placement_quota.api.admin.http`:
 raw path, query, strict JSON bodies, ``X-Account-*`` headers), call
 :class:`~placement_quota.accounts.service.Accounts`, serialize. Its errors
 become HTTP answers through one table, :data:`STATUS`.
 
-Before authentication, :class:`~placement_quota.api.admin_guard.
+Before authentication, :class:`~placement_quota.api.admin.guard.
 RequestGuard` refuses what a web page could send: a ``Host`` the API does
 not answer to (DNS rebinding), and on state-changing calls an ``Origin``
 not allowed or a body that is not JSON (cross-site requests). Request
@@ -55,15 +55,15 @@ import webob
 from placement_quota.accounts import errors
 from placement_quota.accounts import ids
 from placement_quota.accounts import service
-from placement_quota.api import admin_guard
-from placement_quota.api import admin_http
-from placement_quota.api import app as api_app
+from placement_quota.api.admin import guard as admin_guard
+from placement_quota.api.admin import http as admin_http
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.api import util
 from placement_quota import audit
-from placement_quota import healthcheck as pq_healthcheck
+from placement_quota.api import healthcheck as pq_healthcheck
 from placement_quota.ledger import report as ledger_report
 from placement_quota.ledger import errors as ledger_errors
-from placement_quota import policies
+from placement_quota.api.admin import access as policies
 from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
