@@ -77,7 +77,7 @@ from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
 from placement_quota import services as services_mod
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 from tests.fixtures import enforcement as service_fixture
 from tests.fixtures import postgresql
 from tests.fixtures import process as processes

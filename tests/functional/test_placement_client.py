@@ -25,7 +25,7 @@ import testtools
 
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 from tests.fixtures import placement as placement_fixtures
 
 

@@ -86,7 +86,7 @@ from placement_quota.placement import capacity  # noqa: E402
 from placement_quota.placement import client as placement_client  # noqa: E402,E501
 from placement_quota.placement import embedded  # noqa: E402
 from placement_quota import services as services_mod  # noqa: E402
-from placement_quota import wsgi_server  # noqa: E402
+from placement_quota.httpserver import server as wsgi_server  # noqa: E402
 from tests.fixtures import nova as nova_fixture  # noqa: E402
 from tools.bench import common  # noqa: E402
 

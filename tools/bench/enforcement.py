@@ -93,7 +93,7 @@ def serve(threads, log_file):
     from placement_quota import filters
     from placement_quota.filters import chain as chain_mod
     from placement_quota.lease import model as lease
-    from placement_quota import wsgi_server
+    from placement_quota.httpserver import server as wsgi_server
 
     conf = pq_conf.new_config([], config_files=[])
     chain_mod.register_filter_opts(conf, filters.all_filters)

@@ -56,7 +56,7 @@ from placement_quota.filters import chain as chain_mod  # noqa: E402
 from placement_quota.filters import nova_quota  # noqa: E402
 from placement_quota import filters as filters_mod  # noqa: E402
 from placement_quota import services as services_mod  # noqa: E402
-from placement_quota import wsgi_server  # noqa: E402
+from placement_quota.httpserver import server as wsgi_server  # noqa: E402
 from tests.fixtures import nova  # noqa: E402
 from tools.bench import common  # noqa: E402
 

@@ -76,7 +76,7 @@ from placement_quota.placement import client as placement_client  # noqa
 from placement_quota.placement import embedded  # noqa: E402
 from placement_quota import services as services_mod  # noqa: E402
 from placement_quota.placement import usage as placement_usage  # noqa
-from placement_quota import wsgi_server  # noqa: E402
+from placement_quota.httpserver import server as wsgi_server  # noqa: E402
 from tools.bench import common  # noqa: E402
 
 # p99 goals: with the caches (capacity_max_age at most 5 s), and live.

@@ -27,7 +27,7 @@ import os
 from placement_quota.api.admin import app as admin
 from placement_quota import conf as pq_conf
 from placement_quota import services as services_mod
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 
 
 def init_application():

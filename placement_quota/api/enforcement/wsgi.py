@@ -28,7 +28,7 @@ from placement_quota.api.enforcement import app as api_app
 from placement_quota import conf as pq_conf
 from placement_quota.filters import chain as chain_mod
 from placement_quota import services as services_mod
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 
 
 def init_application():

@@ -17,7 +17,7 @@ import weakref
 
 import testtools
 
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 
 
 class _Node:

@@ -427,7 +427,7 @@ class WSGIServer:
     ``request_queue_size``: the listen backlog, and how many complete
     requests may wait for a thread (beyond: ``503``). ``reuse_port``:
     bind with ``SO_REUSEPORT``, beside the other workers of ``serve
-    --workers`` (:mod:`placement_quota.prefork`).
+    --workers`` (:mod:`placement_quota.httpserver.prefork`).
     """
 
     def __init__(self, app, host='127.0.0.1', port=0, threads=16,

@@ -33,7 +33,7 @@ import testtools
 from placement_quota.api.admin import app as admin
 from placement_quota.api.enforcement import app as api_app
 from placement_quota.filters import chain as chain_mod
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 from tests.fixtures import enforcement as enforcement_fixture
 from tests.fixtures import process as processes
 from tests import spec_examples as spec
