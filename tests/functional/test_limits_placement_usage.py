@@ -18,10 +18,10 @@ from placement_quota.limits import errors
 from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
 from placement_quota.placement import usage
-from tests.functional import test_capacity
+from tests.functional.placement import test_usage_room
 
 
-class TestPlacementUsage(test_capacity.PlacementTestCase):
+class TestPlacementUsage(test_usage_room.PlacementTestCase):
 
     def setUp(self):
         super().setUp()

@@ -20,7 +20,7 @@ import hypothesis
 from hypothesis import strategies as st
 import testtools
 
-from placement_quota.placement import capacity
+from placement_quota.placement import usage_room
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import directory
 from placement_quota.placement import embedded
@@ -196,7 +196,7 @@ class TestSharingClasses(DirectoryTestCase):
     def sharing(self, *classes):
         return self.provider(
             inventories={rc: {'total': 100} for rc in classes},
-            traits=[capacity.SHARING_TRAIT])
+            traits=[usage_room.SHARING_TRAIT])
 
     def test_the_classes_of_every_sharing_provider(self):
         a, b = self.new_class(), self.new_class()
@@ -242,16 +242,16 @@ class TestInventoriesKept(DirectoryTestCase):
     def read(self):
         """(answer, calls): a read of the host through the directory."""
         before = self.client.calls
-        inventories, usages = capacity.read_provider(
+        inventories, usages = usage_room.read_provider(
             self.client, self.rp, known=self.directory)
-        found = capacity.combine(inventories['inventories'],
-                                 usages['usages'])
+        found = usage_room.combine(inventories['inventories'],
+                                   usages['usages'])
         return found, self.client.calls - before
 
     def uncached(self):
-        inventories, usages = capacity.read_provider(self.client, self.rp)
-        return capacity.combine(inventories['inventories'],
-                                usages['usages'])
+        inventories, usages = usage_room.read_provider(self.client, self.rp)
+        return usage_room.combine(inventories['inventories'],
+                                  usages['usages'])
 
     def allocate(self, amount):
         consumer = str(uuid.uuid4())

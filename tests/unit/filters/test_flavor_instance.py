@@ -15,7 +15,7 @@ API is in tests/functional/nova/test_flavors.py)."""
 
 import os
 
-from placement_quota.filters import capacity
+from placement_quota.filters import placement_capacity
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import credit
 from placement_quota.filters import nova_quota
@@ -182,7 +182,7 @@ class TestNovaQuota(FlavorTestCase):
 
 class TestCapacity(ledger_helpers.PlacementHelpers, FlavorTestCase):
 
-    filter_class = capacity.PlacementCapacityFilter
+    filter_class = placement_capacity.PlacementCapacityFilter
 
     def placement(self):
         return self.in_process_placement()

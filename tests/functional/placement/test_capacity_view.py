@@ -29,9 +29,9 @@ import testtools
 
 from placement_quota import conf as pq_conf
 from placement_quota import filters as filters_mod
-from placement_quota.filters import capacity as capacity_filter
+from placement_quota.filters import placement_capacity as capacity_filter
 from placement_quota.filters import chain as chain_mod
-from placement_quota.placement import capacity
+from placement_quota.placement import usage_room
 from placement_quota.placement import capacity_view
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
@@ -181,7 +181,7 @@ class ViewTestCase(SharedView, testtools.TestCase):
         return size, traits, trees
 
     def assertAgrees(self, request, traits=None):
-        live = capacity.candidate_room(self.client, request, traits)
+        live = usage_room.candidate_room(self.client, request, traits)
         self.assertEqual(live, self.view.room(request, traits))
         return live
 
@@ -426,13 +426,13 @@ class TestTreeRoom(ViewTestCase):
         chosen = data.draw(st.sets(st.sampled_from(sorted(trees)),
                                    min_size=1))
         members = set().union(*(trees[root] for root in chosen))
-        whole = capacity.candidate_room(self.client, size, traits)
+        whole = usage_room.candidate_room(self.client, size, traits)
 
         def read_flat(root):
             if trees[root] != {root}:
                 return None
             return capacity_view.flat_room(self.client, size, traits, root)
-        by_tree = capacity.tree_room(
+        by_tree = usage_room.tree_room(
             self.client, size, traits, chosen,
             read_flat=read_flat if flat_read else None)
         self.assertEqual(
@@ -499,8 +499,8 @@ class TestTreeRoom(ViewTestCase):
                                [capacity_view.SHARING_TRAIT])
         self.addCleanup(self.other.delete,
                         '/resource_providers/%s' % shared)
-        self.assertIsNone(capacity.tree_room(self.client, {rc: 1}, None,
-                                             [host]))
+        self.assertIsNone(usage_room.tree_room(self.client, {rc: 1}, None,
+                                               [host]))
 
     def test_a_sharing_provider_of_other_classes_changes_nothing(self):
         rc, other = self.classes(2)
@@ -509,14 +509,14 @@ class TestTreeRoom(ViewTestCase):
                                [capacity_view.SHARING_TRAIT])
         self.addCleanup(self.other.delete,
                         '/resource_providers/%s' % shared)
-        self.assertEqual({host: {rc: 10}}, capacity.tree_room(
+        self.assertEqual({host: {rc: 10}}, usage_room.tree_room(
             self.client, {rc: 1}, None, [host]))
 
     def test_one_candidates_call_a_tree(self):
         rc, = self.classes(1)
         hosts_ = [self.provider({rc: {'total': 10}}) for _ in range(3)]
         urls = self.spy_urls()
-        room = capacity.tree_room(self.client, {rc: 1}, None, hosts_[:2])
+        room = usage_room.tree_room(self.client, {rc: 1}, None, hosts_[:2])
         self.assertEqual(
             ({h: {rc: 10} for h in hosts_[:2]},
              sorted('in_tree=%s' % h for h in hosts_[:2])),
@@ -529,4 +529,4 @@ class TestTreeRoom(ViewTestCase):
         client = placement_client.PlacementClient.from_endpoint(
             self.shared_placement.endpoint, embedded.NOAUTH_HEADERS)
         client._version = (1, 30)  # as a Placement offering no more
-        self.assertIsNone(capacity.tree_room(client, {rc: 1}, None, [host]))
+        self.assertIsNone(usage_room.tree_room(client, {rc: 1}, None, [host]))

@@ -11,13 +11,14 @@
 # under the License.
 """Capacity arithmetic and usage parsing, without Placement.
 
-``tests.functional.test_capacity`` checks the same rules against a real
-Placement (it accepts exactly the computed number of instances).
+``tests.functional.placement.test_usage_room`` checks the same rules
+against a real Placement (it accepts exactly the computed number of
+instances).
 """
 
 import testtools
 
-from placement_quota.placement import capacity as cap
+from placement_quota.placement import usage_room as cap
 from placement_quota.placement import capacity_view
 
 Cap = cap.ClassCapacity
@@ -205,7 +206,7 @@ class TestUsagesUrl(testtools.TestCase):
 class _FakeListingClient:
     """Stands for Placement answering only the provider listing (a fake:
     the view's reads are tested against the real Placement in
-    ``tests.functional.test_capacity_view``)."""
+    ``tests.functional.placement.test_capacity_view``)."""
 
     def __init__(self, providers):
         self.providers = providers

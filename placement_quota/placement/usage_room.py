@@ -9,7 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Usages and capacity, read from Placement.
+"""Usages and room (what Placement would still let be allocated), read
+from Placement.
 
 * :func:`project_usages` -- ``GET /usages`` of a project (and user): the
   amount used per resource class and, from microversion 1.38, per consumer

@@ -17,7 +17,7 @@ import uuid
 
 import testtools
 
-from placement_quota.placement import capacity
+from placement_quota.placement import usage_room
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
 from tests.fixtures import placement as placement_fixtures
@@ -113,7 +113,7 @@ class TestProjectUsages(PlacementTestCase):
         self.allocate({self.rp: FLAVOR})
         self.allocate({self.rp: {'VCPU': 1, 'MEMORY_MB': 512}},
                       consumer_type='MIGRATION')
-        usages = capacity.project_usages(self.client, self.project)
+        usages = usage_room.project_usages(self.client, self.project)
         self.assertEqual({'VCPU': 5, 'MEMORY_MB': 8704, 'DISK_GB': 40},
                          usages.resources)
 
@@ -122,17 +122,17 @@ class TestProjectUsages(PlacementTestCase):
         self.allocate({self.rp: FLAVOR})
         self.allocate({self.rp: {'VCPU': 1, 'MEMORY_MB': 512}},
                       consumer_type='MIGRATION')
-        usages = capacity.project_usages(self.client, self.project)
+        usages = usage_room.project_usages(self.client, self.project)
         self.assertEqual({
-            'INSTANCE': capacity.ConsumerTypeUsage(
+            'INSTANCE': usage_room.ConsumerTypeUsage(
                 2, {'VCPU': 4, 'MEMORY_MB': 8192, 'DISK_GB': 40}),
-            'MIGRATION': capacity.ConsumerTypeUsage(
+            'MIGRATION': usage_room.ConsumerTypeUsage(
                 1, {'VCPU': 1, 'MEMORY_MB': 512})}, usages.consumer_types)
 
     def test_consumer_on_two_providers_is_counted_once(self):
         other = self.host(DISK_GB={'total': 100})
         self.allocate({self.rp: {'VCPU': 2}, other: {'DISK_GB': 10}})
-        usages = capacity.project_usages(self.client, self.project)
+        usages = usage_room.project_usages(self.client, self.project)
         self.assertEqual({'INSTANCE': 1}, usages.consumer_counts)
         self.assertEqual({'VCPU': 2, 'DISK_GB': 10}, usages.resources)
 
@@ -140,66 +140,66 @@ class TestProjectUsages(PlacementTestCase):
         someone_else = 'user-%s' % uuid.uuid4().hex
         self.allocate({self.rp: {'VCPU': 2}})
         self.allocate({self.rp: {'VCPU': 3}}, user=someone_else)
-        usages = capacity.project_usages(self.client, self.project,
-                                         user_id=someone_else)
+        usages = usage_room.project_usages(self.client, self.project,
+                                           user_id=someone_else)
         self.assertEqual({'VCPU': 3}, usages.resources)
         self.assertEqual({'INSTANCE': 1}, usages.consumer_counts)
 
     def test_consumer_type_filter_keeps_that_type(self):
         self.allocate({self.rp: {'VCPU': 2}})
         self.allocate({self.rp: {'VCPU': 1}}, consumer_type='MIGRATION')
-        usages = capacity.project_usages(self.client, self.project,
-                                         consumer_type='MIGRATION')
+        usages = usage_room.project_usages(self.client, self.project,
+                                           consumer_type='MIGRATION')
         self.assertEqual({'VCPU': 1}, usages.resources)
         self.assertEqual({'MIGRATION': 1}, usages.consumer_counts)
 
     def test_consumer_type_all_groups_everything_under_all(self):
         self.allocate({self.rp: {'VCPU': 2, 'MEMORY_MB': 1024}})
         self.allocate({self.rp: {'VCPU': 1}}, consumer_type='MIGRATION')
-        usages = capacity.project_usages(self.client, self.project,
-                                         consumer_type='all')
-        self.assertEqual({'all': capacity.ConsumerTypeUsage(
+        usages = usage_room.project_usages(self.client, self.project,
+                                           consumer_type='all')
+        self.assertEqual({'all': usage_room.ConsumerTypeUsage(
             2, {'VCPU': 3, 'MEMORY_MB': 1024})}, usages.consumer_types)
 
     def test_consumer_without_a_type_is_unknown(self):
         self.allocate({self.rp: {'VCPU': 2}}, consumer_type=None)
         self.allocate({self.rp: {'VCPU': 4}})
-        usages = capacity.project_usages(self.client, self.project)
+        usages = usage_room.project_usages(self.client, self.project)
         self.assertEqual({'unknown': 1, 'INSTANCE': 1},
                          usages.consumer_counts)
         self.assertEqual({'VCPU': 2},
                          usages.consumer_types['unknown'].resources)
 
     def test_project_without_allocations_uses_nothing(self):
-        usages = capacity.project_usages(self.client, self.project)
-        self.assertEqual(capacity.ProjectUsages({}, {}), usages)
+        usages = usage_room.project_usages(self.client, self.project)
+        self.assertEqual(usage_room.ProjectUsages({}, {}), usages)
 
     def test_below_1_38_the_answer_is_flat(self):
         self.allocate({self.rp: FLAVOR})
         self.allocate({self.rp: {'VCPU': 1}}, consumer_type='MIGRATION')
         old = _ClientAt137.from_endpoint(self.placement.endpoint,
                                          embedded.NOAUTH_HEADERS)
-        usages = capacity.project_usages(old, self.project)
-        self.assertEqual(capacity.ProjectUsages(
+        usages = usage_room.project_usages(old, self.project)
+        self.assertEqual(usage_room.ProjectUsages(
             {'VCPU': 3, 'MEMORY_MB': 4096, 'DISK_GB': 20}), usages)
 
     def test_consumer_type_filter_below_1_38_is_refused(self):
         old = _ClientAt137.from_endpoint(self.placement.endpoint,
                                          embedded.NOAUTH_HEADERS)
         error = self.assertRaises(placement_client.VersionTooOld,
-                                  capacity.project_usages, old,
+                                  usage_room.project_usages, old,
                                   self.project, consumer_type='INSTANCE')
         self.assertIn('1.38', str(error))
 
     def test_bad_consumer_type_carries_placements_message(self):
         error = self.assertRaises(placement_client.PlacementError,
-                                  capacity.project_usages, self.client,
+                                  usage_room.project_usages, self.client,
                                   self.project, consumer_type='lower-case')
         self.assertEqual(400, error.status)
         self.assertIn('consumer_type', error.detail)
 
     def test_costs_one_call(self):
-        _, calls = self.calls(capacity.project_usages, self.client,
+        _, calls = self.calls(usage_room.project_usages, self.client,
                               self.project)
         self.assertEqual(1, calls)
 
@@ -214,7 +214,7 @@ class TestProviderCapacity(PlacementTestCase):
             DISK_GB={'total': 200, 'allocation_ratio': 0.9, 'min_unit': 5})
         self.allocate({rp: FLAVOR})
         self.allocate({rp: {'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 5}})
-        found = capacity.provider_capacity(self.client, rp)
+        found = usage_room.provider_capacity(self.client, rp)
         self.assertEqual({
             'VCPU': {'total': 16, 'reserved': 2, 'allocation_ratio': 1.5,
                      'min_unit': 1, 'max_unit': 8, 'step_size': 1,
@@ -238,24 +238,24 @@ class TestProviderCapacity(PlacementTestCase):
             'resource_provider_generation': generation,
             'inventories': {'VCPU': {'total': 4}}})
         self.assertEqual(-2,
-                         capacity.provider_capacity(self.client, rp)[
+                         usage_room.provider_capacity(self.client, rp)[
                              'VCPU'].free)
 
     def test_provider_without_inventory_has_no_classes(self):
-        self.assertEqual({}, capacity.provider_capacity(self.client,
-                                                        self.host()))
+        self.assertEqual({}, usage_room.provider_capacity(self.client,
+                                                          self.host()))
 
     def test_unknown_provider_is_not_found_with_placements_message(self):
         missing = str(uuid.uuid4())
         error = self.assertRaises(placement_client.NotFound,
-                                  capacity.provider_capacity, self.client,
+                                  usage_room.provider_capacity, self.client,
                                   missing)
         self.assertIn('No resource provider with uuid %s found' % missing,
                       error.detail)
 
     def test_costs_two_calls(self):
         rp = self.host(VCPU={'total': 8})
-        _, calls = self.calls(capacity.provider_capacity, self.client, rp)
+        _, calls = self.calls(usage_room.provider_capacity, self.client, rp)
         self.assertEqual(2, calls)
 
     def test_change_between_the_two_reads_is_read_again(self):
@@ -274,7 +274,7 @@ class TestProviderCapacity(PlacementTestCase):
         client.between = grow_and_allocate
         client.version
         before = client.calls
-        found = capacity.provider_capacity(client, rp)['VCPU']
+        found = usage_room.provider_capacity(client, rp)['VCPU']
         self.assertEqual((16, 10, 6), (found.total, found.used, found.free))
         self.assertEqual(4, client.calls - before)
 
@@ -303,27 +303,27 @@ class TestInstancesThatFitOnHosts(PlacementTestCase):
 
     def test_three_hosts_match_the_hand_computation(self):
         a, b, c = self.three_hosts()
-        fit = capacity.instances_that_fit_on_hosts(self.client, [a, b, c],
-                                                   FLAVOR)
+        fit = usage_room.instances_that_fit_on_hosts(self.client, [a, b, c],
+                                                     FLAVOR)
         self.assertEqual({a: 10, b: 4, c: 0}, fit.per_host)
         self.assertEqual(14, fit.total)
 
     def test_two_calls_per_host(self):
         hosts = self.three_hosts()
-        _, calls = self.calls(capacity.instances_that_fit_on_hosts,
+        _, calls = self.calls(usage_room.instances_that_fit_on_hosts,
                               self.client, hosts, FLAVOR)
         self.assertEqual(6, calls)
 
     def test_repeated_host_is_read_and_counted_once(self):
         a, b, c = self.three_hosts()
-        fit, calls = self.calls(capacity.instances_that_fit_on_hosts,
+        fit, calls = self.calls(usage_room.instances_that_fit_on_hosts,
                                 self.client, [a, a, b], FLAVOR)
         self.assertEqual((14, 4), (fit.total, calls))
 
     def test_host_lacking_a_class_fits_zero(self):
         rp = self.host(VCPU={'total': 64}, MEMORY_MB={'total': 131072},
                        DISK_GB={'total': 1000})
-        fit = capacity.instances_that_fit_on_hosts(
+        fit = usage_room.instances_that_fit_on_hosts(
             self.client, [rp], dict(FLAVOR, VGPU=1))
         self.assertEqual({rp: 0}, fit.per_host)
 
@@ -331,14 +331,14 @@ class TestInstancesThatFitOnHosts(PlacementTestCase):
         a, b, c = self.three_hosts()
         missing = str(uuid.uuid4())
         error = self.assertRaises(placement_client.NotFound,
-                                  capacity.instances_that_fit_on_hosts,
+                                  usage_room.instances_that_fit_on_hosts,
                                   self.client, [a, missing, b], FLAVOR)
         self.assertIn(missing, error.detail)
 
     def test_bad_amount_is_refused_before_any_call(self):
         rp = self.host(VCPU={'total': 8})
         error = self.assertRaises(ValueError,
-                                  capacity.instances_that_fit_on_hosts,
+                                  usage_room.instances_that_fit_on_hosts,
                                   self.client, [rp], {'VCPU': -1})
         self.assertIn('VCPU', str(error))
         self.assertEqual(0, self.client.calls)  # not even negotiation
@@ -349,16 +349,16 @@ class TestPlacementAgrees(PlacementTestCase):
     accepts the first ones and refuses the last with 409."""
 
     def assertPlacementAgrees(self, rp, request, expected):
-        fits = capacity.instances_that_fit(
-            capacity.provider_capacity(self.client, rp), request)
+        fits = usage_room.instances_that_fit(
+            usage_room.provider_capacity(self.client, rp), request)
         self.assertEqual(expected, fits)
         for _ in range(fits):
             self.allocate({rp: request})
         error = self.assertRaises(placement_client.Conflict, self.allocate,
                                   {rp: request})
         self.assertIn('Unable to allocate inventory', error.detail)
-        self.assertEqual(0, capacity.instances_that_fit(
-            capacity.provider_capacity(self.client, rp), request))
+        self.assertEqual(0, usage_room.instances_that_fit(
+            usage_room.provider_capacity(self.client, rp), request))
         return error
 
     def test_memory_bound_host(self):

@@ -86,7 +86,7 @@ from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import window
 from placement_quota.lease import model as lease_model
-from placement_quota.placement import capacity
+from placement_quota.placement import usage_room
 from placement_quota.placement import capacity_view
 from placement_quota.placement import client as placement_client
 
@@ -219,7 +219,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
 
     def _live_room(self, client, size, traits=None, among=None):
         """The room read from Placement now: tree by tree when the lease
-        names a few hosts (:func:`~placement_quota.placement.capacity.
+        names a few hosts (:func:`~placement_quota.placement.usage_room.
         tree_room`), else, or when a sharing provider could lend them
         room, across the whole cloud."""
         try:
@@ -238,12 +238,12 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                         # looked up again next time.
                         directory.forget(root)
                         return {}
-                room = capacity.tree_room(
+                room = usage_room.tree_room(
                     client, size, traits, among,
                     sharing=directory.sharing_classes(),
                     read_flat=read_flat)
             if room is None:
-                room = capacity.candidate_room(client, size, traits)
+                room = usage_room.candidate_room(client, size, traits)
         except placement_client.PlacementError as exc:
             # A flavor asking for a class no provider has ever had
             # (resources:CUSTOM_X): no host can hold one instance.
@@ -268,7 +268,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         if any(value == 'required' and name not in known
                for name, value in traits.items()):
             return {}
-        return capacity.candidate_room(client, size, {
+        return usage_room.candidate_room(client, size, {
             name: value for name, value in traits.items() if name in known})
 
     def lease_locks(self, lease):
@@ -369,7 +369,7 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                     room[uuid] = found
             age = max(age, read.ages.get(key, 0.0))
             count = len(room) if hosts is None else len(hosts)
-            fit = sum(capacity.fit_in_room(r, size) for r in room.values())
+            fit = sum(usage_room.fit_in_room(r, size) for r in room.values())
             if fit < amount:
                 raise self.deny(
                     'Only %d instances of %s fit on the %d eligible hosts '

@@ -14,7 +14,7 @@
 
 import datetime
 
-from placement_quota.filters import capacity
+from placement_quota.filters import placement_capacity
 from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
 from tests.builders import day
@@ -28,7 +28,7 @@ from tests.unit.filters import base
 class TestPlacementCapacityFilter(ledger_helpers.PlacementHelpers,
                                   base.LedgerTestCase):
 
-    filter_class = capacity.PlacementCapacityFilter
+    filter_class = placement_capacity.PlacementCapacityFilter
 
     def placement(self):
         return self.in_process_placement()
@@ -162,7 +162,7 @@ class TestEntriesOfAnyLength(ledger_helpers.PlacementHelpers,
     9999 or starting in year 1, with its unclamped duration) break no
     later instance check, of any project, also after a restart."""
 
-    filter_class = capacity.PlacementCapacityFilter
+    filter_class = placement_capacity.PlacementCapacityFilter
     placement = TestPlacementCapacityFilter.placement
 
     def setUp(self):
@@ -204,6 +204,6 @@ class TestEntriesOfAnyLength(ledger_helpers.PlacementHelpers,
         restarted = base.Services(self.conf, placement=self.placement_client)
         self.addCleanup(restarted.close)
         self.create(lease(day(2), day(3), instances(2, hosts=self.both)),
-                    via=capacity.PlacementCapacityFilter(
+                    via=placement_capacity.PlacementCapacityFilter(
                         self.conf, services=restarted))
         self.assertEqual(['pending'], self.states())
