@@ -335,6 +335,7 @@ class TestSampleConfig(testtools.TestCase):
 
     def test_every_option_is_in_the_sample(self):
         from placement_quota.conf import opts
+        from placement_quota.filters import opts as filter_opts
         root = os.path.dirname(os.path.dirname(os.path.dirname(
             os.path.abspath(__file__))))
         with open(os.path.join(root, 'etc', 'placement-quota',
@@ -348,7 +349,7 @@ class TestSampleConfig(testtools.TestCase):
             elif current is not None:
                 current.append(line)
         missing = []
-        for group, group_opts in opts.list_opts():
+        for group, group_opts in opts.list_opts() + filter_opts.list_opts():
             lines = sections.get(group.name, [])
             for opt in group_opts:
                 if not any(line.startswith('#%s =' % opt.dest)
