@@ -40,6 +40,7 @@ from oslo_middleware.healthcheck import pluginbase
 import sqlalchemy as sa
 
 from placement_quota.conf import api as api_conf
+from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -66,9 +67,6 @@ def _services(conf):
     with _SERVICES_LOCK:
         found = _SERVICES.get(id(conf))
     if found is None:
-        # Imported here: services pulls in every backend, and this module
-        # is loaded by oslo.middleware's plugin manager as well.
-        from placement_quota import services as services_mod
         found = services_mod.Services(conf)
         _bind(conf, found)
     return found
