@@ -35,7 +35,7 @@ class HTTPTestCase(testtools.TestCase):
             client_socket_timeout=('api', self.socket_timeout),
             max_request_body_size=('api', 4096),
             available_filters=('enforcement',
-                               ['tests.unit.test_chain.all_filters']),
+                               ['tests.unit.filters.test_chain.all_filters']),
             enabled_filters=('enforcement', ['AlphaFilter']))
         self.service = self.useFixture(
             service_fixture.EnforcementService(conf))
@@ -112,7 +112,7 @@ class TestFailures(HTTPTestCase):
     def test_failing_filter_is_a_json_500_with_the_request_id(self):
         conf = service_fixture.config(
             available_filters=('enforcement',
-                               ['tests.unit.test_chain.all_filters']),
+                               ['tests.unit.filters.test_chain.all_filters']),
             enabled_filters=('enforcement', ['FailingFilter']))
         service = self.useFixture(service_fixture.EnforcementService(conf))
         response = requests.post(service.url + '/v1/check-create',

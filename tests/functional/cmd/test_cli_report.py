@@ -23,7 +23,7 @@ from placement_quota.accounts import store as accounts_store
 from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import models
 from placement_quota.ledger import store
-from tests.functional import test_cli
+from tests.functional.cmd import test_cli
 
 
 class ReportLedger(test_cli.CLITestCase):

@@ -21,7 +21,7 @@ import uuid
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
 from tests.fixtures import placement as placement_fixtures
-from tests.functional import test_cli
+from tests.functional.cmd import test_cli
 
 command = test_cli.command
 

@@ -16,7 +16,7 @@ import json
 from urllib import parse
 import uuid
 
-from tests.functional import test_cli
+from tests.functional.cmd import test_cli
 from tests.functional.scheduler import nova_process
 
 command = test_cli.command

@@ -22,8 +22,8 @@ from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from tests import builders
-from tests.functional.test_cli import CLITestCase
-from tests.functional.test_cli import command
+from tests.functional.cmd.test_cli import CLITestCase
+from tests.functional.cmd.test_cli import command
 
 
 class LedgerCLITestCase(CLITestCase):

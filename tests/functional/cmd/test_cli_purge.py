@@ -31,8 +31,8 @@ from placement_quota.ledger import purge
 from placement_quota.ledger import store
 from placement_quota.ledger import entry_states
 from tests.fixtures import postgresql
-from tests.functional.test_cli import CLITestCase
-from tests.functional.test_cli import command
+from tests.functional.cmd.test_cli import CLITestCase
+from tests.functional.cmd.test_cli import command
 
 JANUARY = datetime.datetime(2025, 1, 1)
 JULY = datetime.datetime(2025, 7, 1)

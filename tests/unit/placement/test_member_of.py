@@ -13,7 +13,7 @@
 forbidden aggregate membership" spec), without Placement.
 
 The messages asserted here are Placement's own; the functional test
-``tests.functional.test_member_of_placement`` checks them against it.
+``tests.functional.placement.test_member_of`` checks them against it.
 """
 
 from urllib import parse

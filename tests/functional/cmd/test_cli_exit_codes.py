@@ -37,7 +37,7 @@ import testtools
 from tests.fixtures import keystone as keystone_fixtures
 from tests.fixtures import placement as placement_fixtures
 from tests.fixtures import process as processes
-from tests.functional import test_cli
+from tests.functional.cmd import test_cli
 from tests import spec_examples as spec
 
 #: Commands that read Placement: name -> argv (``{limits}`` and

@@ -27,9 +27,9 @@ from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from tests.fixtures import placement as placement_fixtures
 from tests.functional.api import test_admin_gabbi as seeds
-from tests.functional.test_cli import CLITestCase
-from tests.functional.test_cli import command
-from tests.functional.test_cli import TIMEOUT
+from tests.functional.cmd.test_cli import CLITestCase
+from tests.functional.cmd.test_cli import command
+from tests.functional.cmd.test_cli import TIMEOUT
 
 
 class LedgerCLITestCase(CLITestCase):

@@ -23,7 +23,7 @@ import requests
 from tests.fixtures import placement as placement_fixtures
 from tests.fixtures import process as processes
 from tests import spec_examples as spec
-from tests.functional import test_cli
+from tests.functional.cmd import test_cli
 
 #: Seconds to wait for the workers to change.
 WAIT = 30

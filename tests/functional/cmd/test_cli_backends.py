@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 import tests
-from tests.functional import test_cli
+from tests.functional.cmd import test_cli
 
 TIMEOUT = test_cli.TIMEOUT
 NOT_CONFIGURED = 'placement-quota: no Placement is configured: set ' \

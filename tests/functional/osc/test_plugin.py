@@ -28,8 +28,8 @@ from placement_quota.cmd import main
 from placement_quota import conf as pq_conf
 from placement_quota.osc import plugin
 from placement_quota.placement import client as placement_client
-from tests.functional import test_cli
-from tests.functional import test_cli_tree
+from tests.functional.cmd import test_cli
+from tests.functional.cmd import test_cli_tree
 
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
 GROUP = 'openstack.%s.v%s' % (plugin.API_NAME, plugin.DEFAULT_API_VERSION)

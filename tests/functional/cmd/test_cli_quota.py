@@ -16,7 +16,7 @@ import json
 import os
 
 from placement_quota.ledger import store
-from tests.functional import test_cli
+from tests.functional.cmd import test_cli
 
 
 class TestQuotaRefresh(test_cli.CLITestCase):

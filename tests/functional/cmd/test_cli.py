@@ -337,7 +337,7 @@ class TestSampleConfig(testtools.TestCase):
         from placement_quota.conf import opts
         from placement_quota.filters import opts as filter_opts
         root = os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(__file__))))
+            os.path.dirname(os.path.abspath(__file__)))))
         with open(os.path.join(root, 'etc', 'placement-quota',
                                'placement-quota.conf.sample')) as f:
             sample = f.read()
