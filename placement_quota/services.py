@@ -32,7 +32,7 @@ one process (tests do that) get two ledgers and two Placement clients.
 import threading
 
 from placement_quota.accounts import source as accounts_source
-from placement_quota.compute import flavors
+from placement_quota.nova import flavors
 from placement_quota import conf as pq_conf
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
@@ -116,7 +116,7 @@ class Services:
     :param placement: a ready PlacementClient to use instead of
         ``[placement]`` (tests, tools).
     :param flavors: a ready
-        :class:`~placement_quota.compute.flavors.FlavorReader` to use
+        :class:`~placement_quota.nova.flavors.FlavorReader` to use
         instead of ``[nova]`` (tests, tools).
     :param placement_fallback: called when ``[placement]`` configures no
         Placement: ``(keystoneauth Adapter, description)`` or None for the
@@ -185,9 +185,9 @@ class Services:
     @property
     def flavors(self):
         """The Nova flavor reader of ``[nova]``
-        (:class:`~placement_quota.compute.flavors.FlavorReader`, cached
+        (:class:`~placement_quota.nova.flavors.FlavorReader`, cached
         ``[nova] flavor_cache_ttl``); raises
-        :class:`~placement_quota.compute.flavors.FlavorError` when
+        :class:`~placement_quota.nova.flavors.FlavorError` when
         ``[nova]`` names no Nova."""
         if self._flavors is not None:
             return self._flavors

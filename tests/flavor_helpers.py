@@ -10,14 +10,14 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Flavors for tests that do not run nova-api: a catalog of
-:class:`~placement_quota.compute.flavor_rules.Flavor` with the interface
-of :class:`~placement_quota.compute.flavors.FlavorReader` (``get``,
+:class:`~placement_quota.lease.flavor_rules.Flavor` with the interface
+of :class:`~placement_quota.nova.flavors.FlavorReader` (``get``,
 ``prefetch``, ``reads``), answering an unknown ID as Nova does (the same
-:class:`~placement_quota.compute.flavors.FlavorNotFound`). Tests against the
+:class:`~placement_quota.nova.flavors.FlavorNotFound`). Tests against the
 real Nova API use ``FlavorReader`` on the nova-api fixture instead."""
 
-from placement_quota.compute import flavor_rules
-from placement_quota.compute import flavors as flavors_mod
+from placement_quota.lease import flavor_rules
+from placement_quota.nova import flavors as flavors_mod
 
 #: 4 VCPU, 8 GiB, 40 GiB root + 10 ephemeral, 2 GiB swap.
 MEDIUM = flavor_rules.Flavor(id='medium', name='m1.medium', vcpus=4,

@@ -71,13 +71,13 @@ import hypothesis
 from hypothesis import HealthCheck
 import sqlalchemy as sa
 
-from placement_quota.api import admin
+from placement_quota.api.admin import app as admin
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
 from placement_quota import services as services_mod
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 from tests.fixtures import enforcement as service_fixture
 from tests.fixtures import postgresql
 from tests.fixtures import process as processes

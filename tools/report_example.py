@@ -36,7 +36,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from placement_quota.accounts import store as accounts_store  # noqa: E402
-from placement_quota.ledger import accounting  # noqa: E402
+from placement_quota.lease import amounts as accounting  # noqa: E402
 from placement_quota.ledger import models  # noqa: E402
 from placement_quota.ledger import store  # noqa: E402
 

@@ -33,7 +33,7 @@ from oslo_log import log as logging
 
 from placement_quota.accounts import errors
 from placement_quota.accounts import moves
-from placement_quota.placement import capacity
+from placement_quota.placement import usage_room
 from placement_quota.placement import client as placement_client
 
 
@@ -88,7 +88,7 @@ def usage(client, account_id):
     """The ``usage.placement`` part of an account's representation: what
     its consumers use, per resource class, and how many of each type."""
     try:
-        found = capacity.project_usages(client, account_id)
+        found = usage_room.project_usages(client, account_id)
     except placement_client.PlacementError as exc:
         raise errors.SourceUnavailable(
             'Cannot read the Placement usage of account %r: %s'
@@ -148,8 +148,8 @@ def of_account(client, account_id, workers, known=None, candidates=()):
     reader = functools.partial(read, client)
     bodies = {}
     try:
-        used = moves.nonzero(capacity.project_usages(client,
-                                                     account_id).resources)
+        used = moves.nonzero(usage_room.project_usages(client,
+                                                       account_id).resources)
         if not used:
             return []
         with concurrent.futures.ThreadPoolExecutor(max(1, workers)) as pool:

@@ -20,7 +20,7 @@ reads each one from Placement and checks that they add up to the
 account's Placement usage; this module only lists.
 
 Nova is reached through ``[nova]`` as for its quota sets
-(:mod:`placement_quota.compute.quotas`): keystoneauth's auth, session and
+(:mod:`placement_quota.nova.quotas`): keystoneauth's auth, session and
 adapter options. Listing every project's servers is an admin's right
 (``os_compute_api:servers:index:get_all_tenants``). The request asks for
 compute microversion 2.69, so that servers of a cell that is down are

@@ -31,7 +31,7 @@ from placement_quota.cmd import serve
 from placement_quota import errors
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 
 #: Exit statuses: allowed, denied, could not answer (those of the HTTP
 #: answers the enforcement API gives: placement_quota.errors.exit_status).

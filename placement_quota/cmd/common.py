@@ -35,8 +35,8 @@ from placement_quota.accounts import errors as account_errors
 from placement_quota.cmd import main
 from placement_quota import errors
 from placement_quota.identity import projects as identity_projects
-from placement_quota import lease as lease_model
-from placement_quota import lease_errors
+from placement_quota.lease import model as lease_model
+from placement_quota.lease import errors as lease_errors
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources
 from placement_quota.placement import client as placement_client
@@ -74,7 +74,7 @@ def parse_date(value, option):
     ``--end``, ``--before``), or None when it is not given.
 
     A bare ``YYYY-MM-DD`` is its midnight UTC; otherwise the forms of a
-    lease date (:func:`placement_quota.lease.parse_date`). A bad value
+    lease date (:func:`placement_quota.lease.model.parse_date`). A bad value
     stops the command with exit status 2, naming the option and the
     value."""
     if value is None:

@@ -25,7 +25,7 @@ import threading
 import warnings
 
 from placement_quota.placement import embedded
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 
 
 def main(argv=None):

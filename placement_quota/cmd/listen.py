@@ -40,7 +40,8 @@ class Listen(common.Guarded, command.Command):
         # Imported here: oslo.messaging loads oslo.service's eventlet
         # backend, which warns on stderr: every other command (and
         # ``placement-quota --help``, which imports all of them) would
-        # print that warning.
+        # print that warning. cliff imports every command module for any
+        # help, so this import cannot move to the module level.
         from placement_quota.lifecycle import listener
 
         conf = main.config(self)

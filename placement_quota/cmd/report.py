@@ -14,7 +14,7 @@
 from cliff import lister
 
 from placement_quota.accounts import store as accounts_store
-from placement_quota import charts
+from placement_quota.cmd import charts
 from placement_quota.cmd import common
 from placement_quota.cmd import ledger as ledger_cmd
 from placement_quota.cmd import main

@@ -12,7 +12,7 @@
 """``placement-quota schedule explain``: where a request may go, and why.
 
 For a flavor's extra specs, an image's properties, scheduler hints and a
-project, the decision of :mod:`placement_quota.compute.decision` -- kind,
+project, the decision of :mod:`placement_quota.scheduler.decision` -- kind,
 required and forbidden aggregates, reason, errors -- and the ``member_of``
 part of the ``GET /allocation_candidates`` query Nova sends once the
 request filter has run (exactly what Nova's ``RequestGroup`` writes for
@@ -36,8 +36,9 @@ from oslo_config import cfg
 
 from placement_quota.cmd import common
 from placement_quota.cmd import main
-from placement_quota.compute import aggregates as aggregates_mod
-from placement_quota.compute import decision as dec
+from placement_quota.scheduler import aggregates as aggregates_mod
+from placement_quota.scheduler import decision as dec
+from placement_quota.scheduler import settings as settings_mod
 from placement_quota.conf import nova as nova_conf
 from placement_quota.conf import scheduler as scheduler_conf
 
@@ -135,7 +136,7 @@ class ScheduleExplain(common.Guarded, show.ShowOne):
         conf = main.config(self)
         scheduler_conf.register_opts(conf)
         try:
-            settings = scheduler_conf.settings_from_conf(conf)
+            settings = settings_mod.settings_from_conf(conf)
         except (cfg.Error, ValueError) as exc:
             main.fail('bad [%s] configuration: %s'
                       % (scheduler_conf.GROUP.name, exc))

@@ -22,8 +22,8 @@ import threading
 from cliff import command
 from oslo_log import log as logging
 
-from placement_quota.api import admin
-from placement_quota.api import app as api_app
+from placement_quota.api.admin import app as admin
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.cmd import common
 from placement_quota.cmd import main
 from placement_quota.conf import ledger as ledger_conf
@@ -32,8 +32,8 @@ from placement_quota.filters import chain as chain_mod
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources as limit_sources
 from placement_quota.placement import client as placement_client
-from placement_quota import prefork
-from placement_quota import wsgi_server
+from placement_quota.httpserver import prefork
+from placement_quota.httpserver import server as wsgi_server
 
 LOG = logging.getLogger(__name__)
 
@@ -269,7 +269,7 @@ class Serve(common.Guarded, command.Command):
 
     def _serve_workers(self, conf, host, port, admin_port, count):
         """``count`` pre-forked workers on one port (see
-        :mod:`placement_quota.prefork`)."""
+        :mod:`placement_quota.httpserver.prefork`)."""
         if placement_conf.configured(conf) not in ('endpoint', 'catalog'):
             main.fail('--workers %d needs a Placement in [placement] '
                       '(endpoint_override or auth options): the embedded '

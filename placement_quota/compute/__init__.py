@@ -9,5 +9,12 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Nova: the scheduler side of reserved capacity (Placement's "Support
-filtering by forbidden aggregate membership" spec)."""
+"""Deprecated path kept because nova.conf names it: use
+placement_quota.scheduler (the nova-scheduler plugins) and
+placement_quota.nova (the Nova clients).
+
+Only the modules ``nova.conf`` can name are kept here:
+:mod:`~placement_quota.compute.nova_filters`,
+:mod:`~placement_quota.compute.host_filter` and
+:mod:`~placement_quota.compute.request_filter`.
+"""

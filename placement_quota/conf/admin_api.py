@@ -21,7 +21,7 @@ GROUP = cfg.OptGroup(
     help='The account admin API of "Multi-Tenant Accounting in '
          'OpenStack", served on its own port by '
          '``placement-quota serve --admin-port`` (or its own WSGI app, '
-         '``placement_quota.api.admin_wsgi``). It must not be exposed on a '
+         '``placement_quota.api.admin.wsgi``). It must not be exposed on a '
          'public endpoint.')
 
 opts = [

@@ -9,7 +9,13 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Options for oslo-config-generator (entry point ``oslo.config.opts``)."""
+"""Options for oslo-config-generator (entry point ``oslo.config.opts``,
+namespace ``placement_quota``).
+
+The options the enforcement filters declare (``enforcement_opts``) are
+listed by :mod:`placement_quota.filters.opts`, namespace
+``placement_quota.filters``: conf imports nothing above it.
+"""
 
 from placement_quota.conf import accounts
 from placement_quota.conf import admin_api
@@ -24,22 +30,16 @@ from placement_quota.conf import nova
 from placement_quota.conf import placement
 from placement_quota.conf import reconcile
 from placement_quota.conf import scheduler
-from placement_quota import filters
 
 
 def list_opts():
-    """Every option of placement-quota, by group, for the sample config."""
-    filter_opts = []
-    for cls in filters.all_filters:
-        for opt in cls.enforcement_opts:
-            if opt not in filter_opts:
-                filter_opts.append(opt)
+    """Every option of placement-quota's option groups, by group, for the
+    sample config (the filters' own: :mod:`placement_quota.filters.opts`).
+    """
     groups = {}
     for module in (accounts, admin_api, api, enforcement, external,
                    keystone, ledger, lifecycle, limits, nova, placement,
                    reconcile):
         groups.update(module.list_opts())
     groups.update(scheduler.list_opts())
-    groups[enforcement.GROUP] = (list(groups[enforcement.GROUP]) +
-                                 filter_opts)
     return [(group, opts) for group, opts in groups.items()]

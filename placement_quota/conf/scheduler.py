@@ -11,16 +11,17 @@
 # under the License.
 """``[placement_quota_scheduler]``: the Nova scheduler side.
 
-The names and prefixes :class:`placement_quota.compute.settings.Settings`
+The names and prefixes :class:`placement_quota.scheduler.settings.Settings`
 carries, as options. Registered on Nova's configuration by
-:mod:`placement_quota.compute.nova_filters` (so they are read from
+:mod:`placement_quota.scheduler.nova_filters` (so they are read from
 ``nova.conf`` in nova-scheduler), and on placement-quota's own by
 ``placement-quota schedule explain``.
 """
 
+import types
+
 from oslo_config import cfg
 
-from placement_quota.compute import settings
 from placement_quota.conf import _util
 
 GROUP = cfg.OptGroup(
@@ -30,13 +31,22 @@ GROUP = cfg.OptGroup(
          'requests in flavors, images, scheduler hints and aggregate '
          'metadata.')
 
-_D = settings.DEFAULT_SETTINGS
+#: The defaults of :class:`placement_quota.scheduler.settings.Settings`
+#: (stock Blazar's and Nova's), repeated here because conf imports nothing
+#: above it; tests/unit/scheduler/test_options.py checks they are the same.
+_D = types.SimpleNamespace(
+    required_prefix='reservation:', forbidden_prefixes=('reservation:',),
+    freepool_name='freepool', az_prefixes=('blazar_', 'blazar:'),
+    owner_key='blazar:owner', reservation_key='reservation',
+    tenant_key_prefix='filter_tenant_id', reservation_hint='reservation',
+    reservation_class_prefix='CUSTOM_RESERVATION_',
+    preemptible_key='blazar:preemptible', allow_preemptibles=True)
 
 opts = [
     cfg.BoolOpt(
         'request_filter_enabled', default=True,
         help='Whether the request filter registered by '
-             'placement_quota.compute.nova_filters adds member_of '
+             'placement_quota.scheduler.nova_filters adds member_of '
              '(required and forbidden aggregates) to the Placement query. '
              'False leaves requests untouched (the host filter, if enabled, '
              'still applies).'),
@@ -108,21 +118,3 @@ def register_opts(conf):
 
 def list_opts():
     return {GROUP: opts}
-
-
-def settings_from_conf(conf):
-    """The :class:`settings.Settings` of ``conf`` (the group registered).
-
-    :raises ValueError: an empty name or prefix.
-    """
-    group = conf[GROUP.name]
-    values = {}
-    for name in SETTINGS_FIELDS:
-        value = group[name]
-        if name == 'az_prefixes':
-            # An empty AZ prefix would make every AZ a reservation's.
-            value = tuple(v for v in value if v)
-        elif isinstance(value, list):
-            value = tuple(value)  # Settings refuses an empty one
-        values[name] = value
-    return settings.Settings(**values)

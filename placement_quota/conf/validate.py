@@ -31,8 +31,9 @@ from oslo_config import cfg
 
 #: The ``oslo.config.opts`` namespaces of the sample configuration
 #: (etc/placement-quota/placement-quota-config-generator.conf).
-NAMESPACES = ('placement_quota', 'keystonemiddleware.auth_token', 'oslo.log',
-              'oslo.messaging', 'oslo.policy')
+NAMESPACES = ('placement_quota', 'placement_quota.filters',
+              'keystonemiddleware.auth_token', 'oslo.log', 'oslo.messaging',
+              'oslo.policy')
 
 #: One finding: ``option`` is None when the whole section is unknown.
 Unknown = collections.namedtuple('Unknown', 'path section option')

@@ -13,7 +13,7 @@
 
 from placement_quota.filters.base import BaseFilter  # noqa: F401
 from placement_quota.filters.base import EnforcementDenied  # noqa: F401
-from placement_quota.filters.capacity import PlacementCapacityFilter
+from placement_quota.filters.placement_capacity import PlacementCapacityFilter
 from placement_quota.filters.credit import CreditFilter
 from placement_quota.filters.external import ExternalServiceFilter
 from placement_quota.filters.lease_count import LeaseCountFilter

@@ -53,13 +53,13 @@ import typing
 
 from oslo_log import log as logging
 
-from placement_quota.compute import flavor_rules
-from placement_quota.compute import flavors as flavors_mod
 from placement_quota import concurrency
 from placement_quota.filters import base
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
+from placement_quota.lease import flavor_rules
+from placement_quota.lease import model as lease_model
 from placement_quota.ledger import admission as admission_mod
-from placement_quota import lease as lease_model
+from placement_quota.nova import flavors as flavors_mod
 
 LOG = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class Plan:
     #: Ledger lock names beyond the project's own, in the filters' order.
     locks: list
     #: The flavors of the lease's flavor:instance reservations
-    #: (:class:`~placement_quota.compute.flavors.Prefetched`), or None.
+    #: (:class:`~placement_quota.nova.flavors.Prefetched`), or None.
     flavors: typing.Any = None
     #: ``{filter: what its prepare step read}``.
     prepared: dict = dataclasses.field(default_factory=dict)
@@ -126,15 +126,15 @@ def read_hosts(host_resources, lease):
 def read_flavors(services, filter_, lease, field='lease'):
     """The flavors of ``lease``'s ``flavor:instance`` reservations, read
     now (before the locks) through ``services.flavors``: a
-    :class:`~placement_quota.compute.flavors.Prefetched`, or None when the
+    :class:`~placement_quota.nova.flavors.Prefetched`, or None when the
     lease has none.
 
     A flavor that cannot be counted is a denial (labelled ``filter_``):
     unknown to Nova, refused by Nova, with malformed or uncounted extra
     specs, or no Nova configured. A reservation without a flavor ID, or
     amounts past the ledger's bounds, is a
-    :class:`~placement_quota.lease.PayloadError`. Nova not answering is
-    :class:`~placement_quota.compute.flavors.FlavorUnavailable` (503).
+    :class:`~placement_quota.lease.errors.PayloadError`. Nova not answering is
+    :class:`~placement_quota.nova.flavors.FlavorUnavailable` (503).
     """
     found = accounting.flavor_ids(lease)
     if not found:

@@ -19,8 +19,8 @@ A filter is a class with ``enforcement_opts`` (options registered under
 * ``check_update(context, current_lease, lease)``: the same, for an update;
 * ``on_end(context, lease)``: a notification; its errors are only logged.
 
-The arguments may be our :class:`~placement_quota.lease.Context` and
-:class:`~placement_quota.lease.Lease`, or the plain dicts Blazar's
+The arguments may be our :class:`~placement_quota.lease.model.Context` and
+:class:`~placement_quota.lease.model.Lease`, or the plain dicts Blazar's
 ``UsageEnforcement`` passes when it drives a filter in-process;
 :meth:`BaseFilter.context` and :meth:`BaseFilter.lease` accept both.
 """
@@ -31,8 +31,8 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from placement_quota.conf import enforcement as enforcement_conf
-from placement_quota import lease as lease_model
-from placement_quota.ledger import accounting
+from placement_quota.lease import model as lease_model
+from placement_quota.lease import amounts as accounting
 
 LOG = logging.getLogger(__name__)
 
@@ -95,7 +95,7 @@ class BaseFilter(metaclass=abc.ABCMeta):
 
     def deny_unaccounted(self, lease):
         """Deny ``lease`` when it holds a reservation type that
-        :mod:`~placement_quota.ledger.accounting` cannot count, unless
+        :mod:`~placement_quota.lease.amounts` cannot count, unless
         ``[enforcement] unknown_reservation_types = allow``: a counting
         filter never counts a reservation as nothing silently."""
         found = accounting.unaccounted_types(lease)

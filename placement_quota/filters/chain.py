@@ -49,7 +49,7 @@ from placement_quota import errors
 from placement_quota.filters import admit as admit_mod
 from placement_quota.filters import base
 from placement_quota.filters import exemptions as exemptions_mod
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from placement_quota.ledger import admission as admission_mod
 from placement_quota import metrics
 from placement_quota import services as services_mod
@@ -411,7 +411,7 @@ class FilterChain:
                               filter_.name, context.project_id)
 
     def run(self, request):
-        """Run a parsed :class:`~placement_quota.lease.Request`."""
+        """Run a parsed :class:`~placement_quota.lease.model.Request`."""
         if request.kind == 'check-create':
             self.check_create(request.context, request.lease)
         elif request.kind == 'check-update':

@@ -19,7 +19,7 @@ classes as in StackHPC's coral-credits):
   ``credit_host_factor_key`` extra capability (Chameleon's ``su_factor``,
   1.0 when the host has none; Blazar sends it in the request, so a factor
   that is not a finite number from 0 to ``max_su_factor`` is a bad
-  request, :class:`~placement_quota.lease.PayloadError`);
+  request, :class:`~placement_quota.lease.model.PayloadError`);
 * ``virtual:instance``: ``amount`` x (``credit_instance_rate`` + the
   ``credit_class_rates`` of its VCPU, MEMORY_MB and DISK_GB);
 * ``flavor:instance``: the same, on the classes Blazar reserves in
@@ -42,10 +42,10 @@ from typing import Mapping
 from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import shares
 from placement_quota.ledger import store
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 
 
 def host_factor(allocation, key, maximum, field):
@@ -55,7 +55,7 @@ def host_factor(allocation, key, maximum, field):
     The factor comes with the request (Blazar sends the host's extra
     capabilities), so it is checked like the payload: a factor that is not
     a finite number from 0 to ``maximum`` raises
-    :class:`~placement_quota.lease.PayloadError` naming ``field`` (the
+    :class:`~placement_quota.lease.model.PayloadError` naming ``field`` (the
     allocation's path) and the value.
     """
     extra = allocation.get('extra')
@@ -85,7 +85,7 @@ def hourly_rate(lease, group, field='lease', flavors=None):
     (``flavors``: those of its ``flavor:instance`` reservations, read from
     Nova beforehand; KeyError for one missing).
 
-    Raises :class:`~placement_quota.lease.PayloadError` for a host factor
+    Raises :class:`~placement_quota.lease.model.PayloadError` for a host factor
     out of bounds (see :func:`host_factor`); ``field`` is the lease's path.
     """
     rate = 0.0

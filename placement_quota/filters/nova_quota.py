@@ -49,7 +49,7 @@ kept per project for at most that many seconds (:class:`QuotaCache`) and
 reused for leases that start in the future; a lease starting now reads it
 again. A cached read is checked inside the admission against the
 project's generation in the ledger, which moves when one of its leases
-starts or ends (ledger/transitions.py) or when an operator asks
+starts or ends (ledger/entry_states.py) or when an operator asks
 (``placement-quota quota refresh``), in any process on any host: when it
 moved, the quota is read again there, under the project's lock.
 """
@@ -63,12 +63,12 @@ import typing
 from oslo_config import cfg
 from oslo_log import log as logging
 
-from placement_quota.compute import quotas
+from placement_quota.nova import quotas
 from placement_quota.filters import ledger_base
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
-from placement_quota import lease as lease_model
-from placement_quota.ledger import accounting
+from placement_quota.lease import model as lease_model
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import window
 from placement_quota.limits import sources
 from placement_quota.placement import usage

@@ -24,8 +24,8 @@ unknown_reservation_types = allow``.
 from oslo_config import cfg
 
 from placement_quota.filters import base
-from placement_quota.ledger import accounting
-from placement_quota import lease as lease_model
+from placement_quota.lease import amounts as accounting
+from placement_quota.lease import model as lease_model
 
 # (resource, reservation type, noun)
 _KINDS = (

@@ -33,7 +33,7 @@ project takes.
 from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import window
 
 #: Option -> (ledger resource, what the message calls it).

@@ -29,7 +29,7 @@ outcome:
   payload (400, field ``lease.id``): Blazar never changes a lease's ID;
 * on-end: the entry closed at the actual end (now, within the lease's
   dates) and the unused part of its charge refunded; a second on-end finds
-  it closed and changes nothing (ledger/transitions.py).
+  it closed and changes nothing (ledger/entry_states.py).
 
 The entry of an update or an end is found by the lease's ID, else by the
 fingerprint, else by the shape of the current lease Blazar sends
@@ -56,12 +56,12 @@ import time
 
 from oslo_log import log as logging
 
-from placement_quota import lease as lease_model
-from placement_quota.ledger import accounting
+from placement_quota.lease import model as lease_model
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import keys
 from placement_quota.ledger import models
 from placement_quota.ledger import store
-from placement_quota.ledger import transitions
+from placement_quota.ledger import entry_states as transitions
 from placement_quota.ledger import window
 from placement_quota import metrics
 
@@ -305,7 +305,7 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
 
     The block decides (raising denies); the entry is recorded when it
     returns normally. ``locks`` are taken with the project's own, in the
-    ledger's lock order (ledger/locks.py). ``prepared`` is ``{filter:
+    ledger's lock order (ledger/db/locks.py). ``prepared`` is ``{filter:
     what its prepare step read}``; ``flavors`` the flavors of its
     ``flavor:instance`` reservations, read before the locks.
     """

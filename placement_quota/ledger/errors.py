@@ -14,7 +14,7 @@ not answer in time, a lock waited on too long.
 
 The enforcement API answers :class:`LedgerUnavailable` (and so
 :class:`LockTimeout`) with 503; see
-:mod:`~placement_quota.ledger.engine` for the timeouts that raise it.
+:mod:`~placement_quota.ledger.db.engine` for the timeouts that raise it.
 """
 
 from placement_quota import errors as pq_errors

@@ -119,7 +119,7 @@ def values_of(lease):
     values = getattr(lease, 'values', None)
     if not isinstance(values, _MAPPING):
         return {}
-    # A placement_quota.lease.Lease: its parsed dates and reservations.
+    # A placement_quota.lease.model.Lease: its parsed dates and reservations.
     merged = dict(values)
     merged.update(start_date=lease.start_date, end_date=lease.end_date,
                   reservations=list(lease.reservations))

@@ -18,7 +18,7 @@ are exact on every database.
 admission of that project locks (``SELECT ... FOR UPDATE``) before reading
 and writing, so that two service processes never admit past a limit
 together. Row ``*`` is the cloud-wide lock, and rows ``*pool:...`` the
-capacity pools, the capacity policy takes (ledger/locks.py).
+capacity pools, the capacity policy takes (ledger/db/locks.py).
 """
 
 import sqlalchemy as sa
@@ -50,7 +50,7 @@ CHARGE_REOPEN = 'reopen'
 
 #: The cloud-wide lock (the capacity policy's: shared beside the pools of
 #: known hosts, exclusive otherwise); the lock order of every writer is in
-#: ledger/locks.py. Migration 0005 inserts its row.
+#: ledger/db/locks.py. Migration 0005 inserts its row.
 GLOBAL_LOCK = '*'
 #: The lock of the account hierarchy (the admin API's account changes).
 ACCOUNTS_LOCK = '*accounts'

@@ -31,7 +31,7 @@ import typing
 
 import sqlalchemy as sa
 
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import limit_history
 from placement_quota.ledger import models
 from placement_quota.ledger import store

@@ -13,9 +13,9 @@
 queries and writes inside them, and the arithmetic of its entries.
 
 A :class:`Ledger` makes its engine with
-:func:`~placement_quota.ledger.engine.create_engine` (the timeouts are
+:func:`~placement_quota.ledger.db.engine.create_engine` (the timeouts are
 described there) and takes the locks of a :class:`Transaction` in
-:func:`~placement_quota.ledger.locks.lock_order` (the lock order is
+:func:`~placement_quota.ledger.db.locks.lock_order` (the lock order is
 described there); its exceptions are in
 :mod:`~placement_quota.ledger.errors`.
 """
@@ -34,11 +34,11 @@ from sqlalchemy import exc as sa_exc
 
 from placement_quota import audit
 from placement_quota.conf import ledger as ledger_conf
-from placement_quota.ledger import accounting
-from placement_quota.ledger import deadlines
-from placement_quota.ledger import engine
+from placement_quota.lease import amounts as accounting
+from placement_quota.ledger.db import deadlines
+from placement_quota.ledger.db import engine
 from placement_quota.ledger import errors
-from placement_quota.ledger import locks
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import window
 
@@ -64,7 +64,7 @@ def from_micro(micro):
 def _alembic_config(connection):
     config = alembic.config.Config()
     config.set_main_option('script_location',
-                           'placement_quota.ledger:migrations')
+                           'placement_quota.ledger.db:migrations')
     config.attributes['connection'] = connection
     return config
 
@@ -182,7 +182,7 @@ class Ledger:
     def transaction(self, lock=(), now=None):
         """A :class:`Transaction` holding the locks of ``lock`` (project
         IDs, :data:`models.GLOBAL_LOCK`...), taken in
-        :func:`~placement_quota.ledger.locks.lock_order`.
+        :func:`~placement_quota.ledger.db.locks.lock_order`.
 
         Raises :class:`~placement_quota.ledger.errors.LedgerUnavailable`
         when the database does not answer in time
@@ -309,7 +309,7 @@ class Transaction:
 
     def lock(self, keys):
         """Take the locks of ``keys`` in
-        :func:`~placement_quota.ledger.locks.lock_order` (see that
+        :func:`~placement_quota.ledger.db.locks.lock_order` (see that
         module's docstring); one that sorts before a lock already held is
         refused."""
         dialect = self.ledger.dialect
@@ -318,14 +318,14 @@ class Transaction:
                 locks.lock_key(wanted[0]) < locks.lock_key(self.locked[-1])):
             raise errors.LedgerError(
                 'Ledger lock %s cannot be taken after %s: locks are taken '
-                'in one order (ledger/locks.py), all at the start of a '
+                'in one order (ledger/db/locks.py), all at the start of a '
                 'transaction.' % (wanted[0], self.locked[-1]))
         for key in wanted:
             self._lock_row(key, dialect)
             self.locked.append(key)
 
     def _lock_row(self, key, dialect):
-        """Lock the row of ``key`` (:func:`~placement_quota.ledger.locks.
+        """Lock the row of ``key`` (:func:`~placement_quota.ledger.db.locks.
         take_row`)."""
         locks.take_row(self.connection, dialect, key, self.now)
 

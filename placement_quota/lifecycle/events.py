@@ -37,7 +37,7 @@ Every event also refreshes the entry's name (a rename reaches the ledger
 with the next notification; Blazar notifies none for the rename itself).
 
 Delivery is at least once, in any order: every step is idempotent
-(ledger/transitions.py), a closed entry stays closed, and dates from a
+(ledger/entry_states.py), a closed entry stays closed, and dates from a
 payload older (by Blazar's ``updated_at``) than the last one applied are
 ignored. A refund happens once whichever path closes the entry first: this
 one or the on-end call, both under the project's ledger lock.
@@ -51,10 +51,10 @@ import datetime
 
 from oslo_log import log as logging
 
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from placement_quota.ledger import keys
 from placement_quota.ledger import models
-from placement_quota.ledger import transitions
+from placement_quota.ledger import entry_states
 
 LOG = logging.getLogger(__name__)
 
@@ -164,7 +164,7 @@ def handle(ledger, event_type, payload, timestamp):
                          'placement-quota reconcile reports it.', event_type,
                          notified.lease_id, notified.project_id)
                 return 'not in the ledger'
-            if not transitions.bind(txn, entry, notified.lease_id):
+            if not entry_states.bind(txn, entry, notified.lease_id):
                 return 'not bound: another lease holds the entry'
             _refresh(txn, entry, notified)
             entry = txn.entry(entry.id)
@@ -198,14 +198,14 @@ def _follow_dates(txn, entry, notified):
         return 'older than the last notification applied: dates kept'
     if notified.updated_at is not None:
         txn.update(entry.id, notified_at=notified.updated_at)
-    delta = transitions.set_window(txn, entry, notified.start_date,
-                                   notified.end_date)
+    delta = entry_states.set_window(txn, entry, notified.start_date,
+                                    notified.end_date)
     return 'dates followed (%+d micro-credits)' % delta if delta else \
         'dates unchanged'
 
 
 def _created(txn, entry, notified, timestamp):
-    reopened = transitions.reopen(txn, entry)
+    reopened = entry_states.reopen(txn, entry)
     if reopened:
         entry = txn.entry(entry.id)
     result = _follow_dates(txn, entry, notified)
@@ -214,18 +214,18 @@ def _created(txn, entry, notified, timestamp):
 
 def _updated(txn, entry, notified, timestamp):
     if entry.state == models.ABANDONED:
-        transitions.reopen(txn, entry)
+        entry_states.reopen(txn, entry)
         entry = txn.entry(entry.id)
     return _follow_dates(txn, entry, notified)
 
 
 def _started(txn, entry, notified, timestamp):
-    return 'active' if transitions.start(txn, entry) else \
+    return 'active' if entry_states.start(txn, entry) else \
         'not started: entry %s' % entry.state
 
 
 def _ended(txn, entry, notified, timestamp):
-    refund = transitions.close(txn, entry, min(timestamp, entry.end_date))
+    refund = entry_states.close(txn, entry, min(timestamp, entry.end_date))
     return 'closed; %d micro-credits refunded' % refund
 
 
@@ -257,6 +257,6 @@ def settle(ledger, seen_until, pending_timeout):
                 entry = txn.entry(row_id)
                 if entry is None or entry.created_at >= cutoff:
                     continue
-                if transitions.abandon(txn, entry):
+                if entry_states.abandon(txn, entry):
                     settled.append(row_id)
     return settled

@@ -11,7 +11,7 @@
 # under the License.
 """A local view of every provider's capacity, kept fresh by generations.
 
-:func:`~placement_quota.placement.capacity.candidate_room` asks Placement
+:func:`~placement_quota.placement.usage_room.candidate_room` asks Placement
 ``GET /allocation_candidates`` for every decision; that call grows with the
 number of hosts. :class:`CapacityView` keeps, in memory, each provider's
 inventories, usages and traits and answers the same question
@@ -24,8 +24,8 @@ inventories, usages and traits and answers the same question
 its inventories, traits, aggregates and on every allocation written
 against it, so only providers whose generation moved are read again
 (inventories and usages with
-:func:`~placement_quota.placement.capacity.read_provider`, the same
-consistent read the capacity module uses, then traits); a provider still at
+:func:`~placement_quota.placement.usage_room.read_provider`, the same
+consistent read the usage_room module uses, then traits); a provider still at
 generation 0 has nothing to read (the rule
 :mod:`~placement_quota.placement.reservations` uses for its own
 providers). After a refresh the view is at least as new as the moment the
@@ -49,7 +49,7 @@ asks; no ``member_of``), when every requested class is provided by root
 providers alone: a root is a candidate when each class takes one more
 allocation of the amount (``(total - reserved) x allocation_ratio``,
 ``min_unit``, ``max_unit``, ``step_size``; :func:`~placement_quota.
-placement.capacity.class_fit`) and it has every required trait and none of
+placement.usage_room.class_fit`) and it has every required trait and none of
 the forbidden ones; the answer holds the room of every provider of the
 candidates' trees (Placement's provider summaries since microversion
 1.29). When a requested class is also inventory of a nested provider of a
@@ -66,13 +66,13 @@ import typing
 
 from oslo_log import log as logging
 
-from placement_quota.placement import capacity
+from placement_quota.placement import usage_room
 from placement_quota.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
 
 #: The trait of a provider sharing its inventory through aggregates.
-SHARING_TRAIT = capacity.SHARING_TRAIT
+SHARING_TRAIT = usage_room.SHARING_TRAIT
 #: Unchanged providers whose usages each refresh reads again, in turn (see
 #: the module docstring: frees do not move generations); one call each.
 RESYNC_BATCH = 8
@@ -88,14 +88,14 @@ class ProviderState:
     :ivar generation: the generation its inventories, usages and traits
         were read at (-1: read while it kept changing; read again next).
     :ivar capacities: resource class ->
-        :class:`~placement_quota.placement.capacity.ClassCapacity`.
+        :class:`~placement_quota.placement.usage_room.ClassCapacity`.
     """
 
     uuid: str
     root: str
     parent: typing.Optional[str]
     generation: int
-    capacities: typing.Mapping[str, capacity.ClassCapacity]
+    capacities: typing.Mapping[str, usage_room.ClassCapacity]
     traits: frozenset
 
     def room(self) -> typing.Dict[str, int]:
@@ -112,8 +112,8 @@ def read_state(client: placement_client.PlacementClient,
     :raises placement_client.NotFound: when the provider is gone.
     """
     uuid = listed['uuid']
-    for _attempt in range(capacity.CONSISTENT_READ_ATTEMPTS):
-        inventories, usages = capacity.read_provider(client, uuid)
+    for _attempt in range(usage_room.CONSISTENT_READ_ATTEMPTS):
+        inventories, usages = usage_room.read_provider(client, uuid)
         traits = client.get('/resource_providers/%s/traits' % uuid)
         generation = inventories['resource_provider_generation']
         if (usages['resource_provider_generation'] == generation ==
@@ -124,7 +124,7 @@ def read_state(client: placement_client.PlacementClient,
     return ProviderState(
         uuid, listed.get('root_provider_uuid') or uuid,
         listed.get('parent_provider_uuid'), generation,
-        capacity.combine(inventories['inventories'], usages['usages']),
+        usage_room.combine(inventories['inventories'], usages['usages']),
         frozenset(traits['traits']))
 
 
@@ -133,7 +133,7 @@ def near_limit(room: typing.Mapping[str, typing.Mapping[str, int]],
     """Whether fewer than :data:`NEAR_LIMIT_FACTOR` x ``amount`` instances
     of ``request`` fit in ``room`` ({provider: {class: room}}): what
     changed since the view's last refresh could then decide."""
-    fit = sum(capacity.fit_in_room(r, request) for r in room.values())
+    fit = sum(usage_room.fit_in_room(r, request) for r in room.values())
     return fit < NEAR_LIMIT_FACTOR * max(1, amount)
 
 
@@ -149,7 +149,7 @@ class CapacityView:
 
     def __init__(self, client, clock=time.monotonic,
                  resync_batch=RESYNC_BATCH,
-                 max_workers=capacity.MAX_WORKERS):
+                 max_workers=usage_room.MAX_WORKERS):
         self.client = client
         self.clock = clock
         self.resync_batch = resync_batch
@@ -255,8 +255,8 @@ class CapacityView:
             return []
         self.reads += len(listed)
         # A usual refresh, a few reads: no pool of threads.
-        return capacity.read_all(read, listed, self.max_workers,
-                                 inline_up_to=self.max_workers)
+        return usage_room.read_all(read, listed, self.max_workers,
+                                   inline_up_to=self.max_workers)
 
     def _usages(self, state):
         """``state`` with its usages read again (one call): a known
@@ -332,12 +332,12 @@ class CapacityView:
              traits: typing.Optional[typing.Mapping[str, str]] = None,
              among: typing.Optional[typing.Collection[str]] = None
              ) -> typing.Optional[typing.Dict[str, typing.Dict[str, int]]]:
-        """What :func:`~placement_quota.placement.capacity.candidate_room`
+        """What :func:`~placement_quota.placement.usage_room.candidate_room`
         would answer, from the view (no call); limited to the trees of the
         roots ``among`` when given. None when it cannot be exact (see the
         module docstring): read Placement instead.
 
-        :raises ValueError: as :func:`~placement_quota.placement.capacity.
+        :raises ValueError: as :func:`~placement_quota.placement.usage_room.
             validate_request`.
         """
         return room_of(self._providers, request, traits, among)
@@ -351,7 +351,7 @@ def room_of(providers: typing.Mapping[str, ProviderState],
     """:meth:`CapacityView.room` of ``providers`` ({uuid:
     :class:`ProviderState`}): the room of the candidates' trees for one
     instance of ``request``, or None when it cannot be exact."""
-    request = capacity.validate_request(request)
+    request = usage_room.validate_request(request)
     wanted = set(request)
     required = {n for n, v in (traits or {}).items() if v == 'required'}
     forbidden = {n for n, v in (traits or {}).items()
@@ -374,7 +374,7 @@ def room_of(providers: typing.Mapping[str, ProviderState],
         if root is None or required - root.traits or \
                 forbidden & root.traits:
             continue
-        if all(capacity.class_fit(root.capacities.get(rc), amount)
+        if all(usage_room.class_fit(root.capacities.get(rc), amount)
                for rc, amount in request.items()):
             found.update((m.uuid, m.room()) for m in members)
     return found
@@ -392,21 +392,21 @@ def flat_room(client: placement_client.PlacementClient,
     instead, and decided by the rules of :func:`room_of`.
 
     A sharing provider holding a requested class is the caller's to rule
-    out (:func:`~placement_quota.placement.capacity.tree_room`). With
+    out (:func:`~placement_quota.placement.usage_room.tree_room`). With
     ``known`` (a :class:`~placement_quota.placement.directory.
     ProviderDirectory`), inventories it kept at the provider's current
     generation save their call (:func:`~placement_quota.placement.
-    capacity.read_provider`).
+    usage_room.read_provider`).
 
     :raises placement_client.NotFound: when the provider is gone.
     """
-    inventories, usages = capacity.read_provider(client, root, known)
+    inventories, usages = usage_room.read_provider(client, root, known)
     found = frozenset()
     if traits:
         found = frozenset(client.get(
             '/resource_providers/%s/traits' % root)['traits'])
     state = ProviderState(
         root, root, None, inventories['resource_provider_generation'],
-        capacity.combine(inventories['inventories'], usages['usages']),
+        usage_room.combine(inventories['inventories'], usages['usages']),
         found - {SHARING_TRAIT})
     return room_of({root: state}, request, traits) or {}

@@ -31,7 +31,7 @@ It also knows which resource classes the sharing providers
 (``MISC_SHARES_VIA_AGGREGATE``) hold, read at most every
 ``sharing_max_age`` seconds (one call, and one per sharing provider):
 whether a lease's capacity can be read tree by tree
-(:func:`~placement_quota.placement.capacity.tree_room`) depends on it.
+(:func:`~placement_quota.placement.usage_room.tree_room`) depends on it.
 That is configuration (an operator adds shared storage), not usage, and a
 stale answer errs towards refusing: a sharing provider not yet seen leaves
 out room it could lend (a lease may be refused that it would hold, never
@@ -40,7 +40,7 @@ whole cloud (exact).
 
 And it keeps the inventories of the providers read (``GET
 .../inventories``, with the generation they were read at): a live
-capacity read of a host (:func:`~placement_quota.placement.capacity.
+capacity read of a host (:func:`~placement_quota.placement.usage_room.
 read_provider`) reads its usages first and takes the kept inventories
 when the usages carry the same provider generation -- one call instead
 of two. That is exact: Placement moves a provider's generation with every
@@ -66,7 +66,7 @@ from urllib import parse
 
 from oslo_log import log as logging
 
-from placement_quota.placement import capacity
+from placement_quota.placement import usage_room
 
 LOG = logging.getLogger(__name__)
 
@@ -114,7 +114,7 @@ class ProviderDirectory:
         if listed or not missing:
             # Just listed: a name missing now is not in Placement.
             return found
-        for name, uuid in zip(missing, capacity.read_all(
+        for name, uuid in zip(missing, usage_room.read_all(
                 self._look_up, missing, inline_up_to=1)):
             if uuid is not None:
                 found[name] = uuid
@@ -222,7 +222,7 @@ class ProviderDirectory:
             cached = self._sharing
         if cached is not None and now - cached[0] < self.sharing_max_age:
             return cached[1]
-        classes = capacity.sharing_classes(self.client)
+        classes = usage_room.sharing_classes(self.client)
         with self._lock:
             self.calls['sharing'] += 1
             self._sharing = (now, classes)

@@ -69,7 +69,7 @@ from oslo_log import log as logging
 import sqlalchemy.engine
 import sqlalchemy.event
 
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 
 LOG = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ import time
 
 from oslo_log import log as logging
 
-from placement_quota.placement import capacity
+from placement_quota.placement import usage_room
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import directory as directory_mod
 
@@ -99,8 +99,8 @@ class HostResources:
             found[name] = self._known(name)
         missing = sorted(name for name, value in found.items()
                          if value is None)
-        found.update(zip(missing, capacity.read_all(self._read_now,
-                                                    missing)))
+        found.update(zip(missing, usage_room.read_all(self._read_now,
+                                                      missing)))
         return Prefetched(found)
 
     def _from_view(self, hostname):

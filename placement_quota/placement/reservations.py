@@ -91,7 +91,7 @@ def reservation_inventory(total):
 
 
 @dataclasses.dataclass
-class ProviderState:
+class ReservationProviderState:
     """What we know of one reservation provider."""
 
     uuid: str
@@ -127,9 +127,9 @@ class ReservationProviders:
 
     def ensure(self, hosts):
         """Make sure each host has its reservation provider; return
-        ``{host: ProviderState}``. Idempotent: no call when every host is
-        known, otherwise :meth:`refresh` (one listing call plus one
-        creation per missing provider).
+        ``{host: ReservationProviderState}``. Idempotent: no call when
+        every host is known, otherwise :meth:`refresh` (one listing call
+        plus one creation per missing provider).
 
         :raises HostNotFound: naming the hosts without a compute node
             provider.
@@ -187,8 +187,8 @@ class ReservationProviders:
                     '%s (%s)' % (provider_name(host), host,
                                  compute_node['uuid']))
             if existing.get('generation') == 0:
-                state = ProviderState(existing['uuid'], existing['name'], 0,
-                                      {})
+                state = ReservationProviderState(
+                    existing['uuid'], existing['name'], 0, {})
             else:
                 state = self._read(existing['uuid'], existing['name'])
         else:
@@ -205,8 +205,8 @@ class ReservationProviders:
                 if provider_name(host) not in by_name:
                     raise
                 return self._adopt_or_create(host, by_name)
-            state = ProviderState(created['uuid'], created['name'],
-                                  created['generation'], {})
+            state = ReservationProviderState(
+                created['uuid'], created['name'], created['generation'], {})
             LOG.info('Created reservation provider %s under %s',
                      state.name, host)
         with self._lock:
@@ -214,8 +214,9 @@ class ReservationProviders:
 
     def _read(self, uuid, name):
         body = self.client.get('/resource_providers/%s/inventories' % uuid)
-        return ProviderState(uuid, name, body['resource_provider_generation'],
-                             body['inventories'])
+        return ReservationProviderState(
+            uuid, name, body['resource_provider_generation'],
+            body['inventories'])
 
     def by_uuid(self, provider_uuid):
         """The state of a provider we know, by UUID (None if unknown)."""

@@ -26,7 +26,7 @@ import re
 
 from oslo_log import log as logging
 
-from placement_quota.placement import capacity
+from placement_quota.placement import usage_room
 
 LOG = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class PlacementUsage:
         project_ids = list(project_ids)
         if not project_ids:
             return {}
-        read = capacity.read_all(
-            lambda p: capacity.project_usages(self.client, p), project_ids,
+        read = usage_room.read_all(
+            lambda p: usage_room.project_usages(self.client, p), project_ids,
             self.max_workers)
         return {p: amounts(u, resources) for p, u in zip(project_ids, read)}

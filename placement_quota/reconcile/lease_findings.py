@@ -193,7 +193,7 @@ def _subject(e):
 
 
 def _refund(charged, rate, start, end, at):
-    """What :func:`~placement_quota.ledger.transitions.close` at ``at``
+    """What :func:`~placement_quota.ledger.entry_states.close` at ``at``
     refunds of an entry charged ``charged`` for ``[start, end)``."""
     used = store.cost(rate, start, min(max(at, start), end))
     return max(0, charged - min(charged, used))

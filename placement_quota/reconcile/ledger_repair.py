@@ -16,7 +16,7 @@ call and the lifecycle listener keep writing the ledger. So every fix
 takes the ledger lock of the entry's project, re-reads the entry under
 it, re-checks the condition the finding saw (still bound to that lease,
 still open, its dates unchanged...) and only then calls the entry's
-transition (ledger/transitions.py), which is idempotent: an entry closed
+transition (ledger/entry_states.py), which is idempotent: an entry closed
 meanwhile by an on-end is closed again for nothing, so a refund happens
 once whichever path closes it first. A condition that no longer holds is
 reported as ``fixed already`` or ``skipped``, with why.
@@ -26,7 +26,7 @@ from oslo_log import log as logging
 
 from placement_quota.ledger import models
 from placement_quota.ledger import store
-from placement_quota.ledger import transitions
+from placement_quota.ledger import entry_states
 from placement_quota.reconcile import model as m
 
 LOG = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def close_entry(txn, entry, action):
         return 'fixed already (entry is %s%s)' % (
             entry.state, ', bound to %s' % entry.lease_id
             if entry.lease_id else '')
-    refund = transitions.close(txn, entry, action.at or entry.end_date)
+    refund = entry_states.close(txn, entry, action.at or entry.end_date)
     return FIXED if not refund else \
         'fixed: %d micro-credits refunded' % refund
 
@@ -89,9 +89,9 @@ def bind_entry(txn, entry, action):
     if holder is not None:
         return ('skipped: ledger entry %d holds lease %s already'
                 % (holder.id, action.lease_id))
-    transitions.bind(txn, entry, action.lease_id)
+    entry_states.bind(txn, entry, action.lease_id)
     if entry.state == models.ABANDONED:
-        charge = transitions.reopen(txn, txn.entry(entry.id))
+        charge = entry_states.reopen(txn, txn.entry(entry.id))
         return 'fixed: bound and reopened (%d micro-credits charged)' % \
             charge
     return FIXED
@@ -109,7 +109,7 @@ def set_entry_window(txn, entry, action):
         return ('skipped: its dates changed since they were read (to %s - '
                 '%s); run reconcile again' % (entry.start_date,
                                               entry.end_date))
-    delta = transitions.set_window(txn, entry, action.start, action.end)
+    delta = entry_states.set_window(txn, entry, action.start, action.end)
     return 'fixed: %+d micro-credits' % delta if delta else FIXED
 
 
@@ -119,7 +119,7 @@ def start_entry(txn, entry, action):
         return why
     if entry.state != models.PENDING:
         return 'fixed already (entry is %s)' % entry.state
-    transitions.start(txn, entry)
+    entry_states.start(txn, entry)
     return FIXED
 
 
@@ -132,7 +132,7 @@ def end_entry(txn, entry, action):
             entry.state, entry.effective_end)
     if entry.state == models.ABANDONED:
         return 'skipped: the entry is abandoned; run reconcile again'
-    refund = transitions.close(txn, entry, action.at)
+    refund = entry_states.close(txn, entry, action.at)
     return 'fixed: %d micro-credits refunded' % refund
 
 
@@ -142,7 +142,7 @@ def abandon_entry(txn, entry, action):
     if entry.state != models.PENDING:
         return 'fixed already (entry is %s)' % entry.state
     released = entry.charged
-    transitions.abandon(txn, entry)
+    entry_states.abandon(txn, entry)
     return 'fixed: %d micro-credits released' % released
 
 

@@ -31,7 +31,7 @@ import testtools
 import webob
 
 from placement_quota.accounts import service
-from placement_quota.api import admin
+from placement_quota.api.admin import app as admin
 from placement_quota import conf as pq_conf
 from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
@@ -40,7 +40,7 @@ from tests.fixtures import keystone
 from tests.fixtures import placement as placement_fixtures
 from tests.functional.keystone import test_admin_api_keystone as \
     admin_keystone
-from tests.functional import test_admin_api_gabbi as seeds
+from tests.functional.api import test_admin_gabbi as seeds
 
 #: Without Keystone the user and project are what the headers claim.
 NOAUTH_HEADERS = {'X-User-Id': 'u-admin', 'X-Project-Id': 'p-admin',

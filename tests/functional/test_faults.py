@@ -619,7 +619,7 @@ class TestSQLiteDirectoryRemoved(SQLiteFaultTestCase):
         """Known gap: a pooled SQLite connection keeps writing into the
         removed (unlinked) file, and the lease is admitted (204) into a
         ledger nobody will read again. Needs a check at checkout in
-        ledger/engine.py (the file at the path is still the one the
+        ledger/db/engine.py (the file at the path is still the one the
         connection opened); remove expectedFailure then."""
         self.serve()
         self.assertEqual(204, self.create()[0])

@@ -21,8 +21,8 @@ import subprocess
 import sys
 
 import tests
-from tests.functional import test_cli
-from tests.functional import test_cli_tree
+from tests.functional.cmd import test_cli
+from tests.functional.cmd import test_cli_tree
 
 TIMEOUT = test_cli.TIMEOUT
 

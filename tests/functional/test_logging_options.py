@@ -14,7 +14,7 @@ subprocess with a configuration file in a temporary directory.
 
 ``log_file``, ``debug = true``, ``use_json = true``, a denial at INFO
 without ``debug`` and ``log_config_append`` routing a logger of ``serve``
-are proven in :mod:`tests.functional.test_cli` (TestServe); here: the
+are proven in :mod:`tests.functional.cmd.test_cli` (TestServe); here: the
 audit logger routed to a file of its own, and ``--debug`` on the command
 line."""
 

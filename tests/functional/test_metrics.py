@@ -28,14 +28,14 @@ import requests
 import testtools
 import webob
 
-from placement_quota.api import app as api_app
+from placement_quota.api.enforcement import app as api_app
 from placement_quota import conf as pq_conf
 from placement_quota import filters
 from placement_quota.filters import chain as chain_mod
 from tests import spec_examples
 from tests.fixtures import placement as placement_fixture
 from tests.fixtures import process
-from tests.functional import test_deployment_uwsgi as uwsgi_test
+from tests.functional.api import test_deployment_uwsgi as uwsgi_test
 
 
 def samples(text):
@@ -194,7 +194,9 @@ class TestMultiprocessMetrics(testtools.TestCase):
         with open(config, 'w') as out:
             out.write(uwsgi_test.CONFIG.format(dir=directory))
         # One thread per worker: while one worker waits for the rest of a
-        # request we hold back, every other request is the other's.
+        # request we hold back, every other request is the other's. The
+        # module is the deprecated path uWSGI configurations written before
+        # placement_quota.api.enforcement.wsgi name (a shim of it).
         server = uwsgi_test.UWSGIServer(
             'placement_quota.api.wsgi', directory, config,
             env={'PROMETHEUS_MULTIPROC_DIR': multiproc}, request_log=True,

@@ -25,15 +25,15 @@ import requests
 from sqlalchemy import exc as sa_exc
 import testtools
 
-from placement_quota.compute import flavors
-from placement_quota.compute import quotas
+from placement_quota.nova import flavors
+from placement_quota.nova import quotas
 from placement_quota import conf as pq_conf
 from placement_quota import errors
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import exemptions as exemptions_mod
 from placement_quota.identity import limits as identity_limits
-from placement_quota.ledger import engine
+from placement_quota.ledger.db import engine
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.placement import client as placement_client
 from placement_quota import sessions

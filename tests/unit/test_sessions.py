@@ -19,7 +19,7 @@ from keystoneauth1 import session as ks_session
 import requests
 import testtools
 
-from placement_quota.compute import quotas
+from placement_quota.nova import quotas
 from placement_quota import conf as pq_conf
 from placement_quota.identity import projects
 from placement_quota.placement import client as placement_client
@@ -63,7 +63,7 @@ class TestKeepConnections(testtools.TestCase):
 class TestConfiguredSessions(testtools.TestCase):
     """Every session built from the configuration keeps POOL_SIZE (the
     flavor reader's, which asks Nova for its versions when it is made:
-    tests/functional/compute/test_flavors.py)."""
+    tests/functional/nova/test_flavors.py)."""
 
     def conf(self):
         directory = self.useFixture(fixtures.TempDir()).path

@@ -79,14 +79,14 @@ import requests  # noqa: E402
 
 from placement_quota.accounts import servers as nova_servers  # noqa: E402,E501
 from placement_quota.accounts import service  # noqa: E402
-from placement_quota.api import admin  # noqa: E402
+from placement_quota.api.admin import app as admin  # noqa: E402
 from placement_quota import conf as pq_conf  # noqa: E402
 from placement_quota.ledger import models  # noqa: E402
-from placement_quota.placement import capacity  # noqa: E402
+from placement_quota.placement import usage_room  # noqa: E402
 from placement_quota.placement import client as placement_client  # noqa: E402,E501
 from placement_quota.placement import embedded  # noqa: E402
 from placement_quota import services as services_mod  # noqa: E402
-from placement_quota import wsgi_server  # noqa: E402
+from placement_quota.httpserver import server as wsgi_server  # noqa: E402
 from tests.fixtures import nova as nova_fixture  # noqa: E402
 from tools.bench import common  # noqa: E402
 
@@ -153,7 +153,7 @@ def seed(client, ledger, providers, consumers, projects, leases, now,
 
 
 def vcpus(client, project):
-    return capacity.project_usages(client, project).resources.get('VCPU', 0)
+    return usage_room.project_usages(client, project).resources.get('VCPU', 0)
 
 
 class Admin:

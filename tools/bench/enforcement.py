@@ -88,12 +88,12 @@ def parse_only_app(environ, start_response, parse_body):
 def serve(threads, log_file):
     from oslo_log import log as logging
 
-    from placement_quota.api import app as api_app
+    from placement_quota.api.enforcement import app as api_app
     from placement_quota import conf as pq_conf
     from placement_quota import filters
     from placement_quota.filters import chain as chain_mod
-    from placement_quota import lease
-    from placement_quota import wsgi_server
+    from placement_quota.lease import model as lease
+    from placement_quota.httpserver import server as wsgi_server
 
     conf = pq_conf.new_config([], config_files=[])
     chain_mod.register_filter_opts(conf, filters.all_filters)

@@ -50,13 +50,13 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
-from placement_quota.api import app as api_app  # noqa: E402
+from placement_quota.api.enforcement import app as api_app  # noqa: E402
 from placement_quota import conf as pq_conf  # noqa: E402
 from placement_quota.filters import chain as chain_mod  # noqa: E402
 from placement_quota.filters import nova_quota  # noqa: E402
 from placement_quota import filters as filters_mod  # noqa: E402
 from placement_quota import services as services_mod  # noqa: E402
-from placement_quota import wsgi_server  # noqa: E402
+from placement_quota.httpserver import server as wsgi_server  # noqa: E402
 from tests.fixtures import nova  # noqa: E402
 from tools.bench import common  # noqa: E402
 

@@ -65,7 +65,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 
-from placement_quota.api import app as api_app  # noqa: E402
+from placement_quota.api.enforcement import app as api_app  # noqa: E402
 from placement_quota import conf as pq_conf  # noqa: E402
 from placement_quota import filters  # noqa: E402
 from placement_quota.filters import chain as chain_mod  # noqa: E402
@@ -76,7 +76,7 @@ from placement_quota.placement import client as placement_client  # noqa
 from placement_quota.placement import embedded  # noqa: E402
 from placement_quota import services as services_mod  # noqa: E402
 from placement_quota.placement import usage as placement_usage  # noqa
-from placement_quota import wsgi_server  # noqa: E402
+from placement_quota.httpserver import server as wsgi_server  # noqa: E402
 from tools.bench import common  # noqa: E402
 
 # p99 goals: with the caches (capacity_max_age at most 5 s), and live.
@@ -131,8 +131,8 @@ def host_reservation(rng, hosts):
 
 def seed_ledger(ledger, projects, leases, hosts, rng):
     """``leases`` pending leases over a year, bulk-inserted."""
-    from placement_quota.ledger import accounting
-    from placement_quota import lease as lease_model
+    from placement_quota.lease import amounts as accounting
+    from placement_quota.lease import model as lease_model
     names = sorted(projects)
     rows = []
     now = datetime.datetime.utcnow()

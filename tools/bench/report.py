@@ -44,8 +44,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from placement_quota.ledger import accounting  # noqa: E402
-from placement_quota.ledger import backfill  # noqa: E402
+from placement_quota.lease import amounts as accounting  # noqa: E402
+from placement_quota.ledger.db import backfill  # noqa: E402
 from placement_quota.ledger import models  # noqa: E402
 from placement_quota.ledger import report  # noqa: E402
 from placement_quota.ledger import store  # noqa: E402

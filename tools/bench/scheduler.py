@@ -24,7 +24,7 @@ plain hosts. Each provider is in the Placement aggregates of its Nova
 aggregates, as Nova's aggregate API mirrors them.
 
 The Nova side runs in the Nova child process of the functional tests
-(``tests/functional/compute/nova_process.py``: Nova cannot be imported
+(``tests/functional/scheduler/nova_process.py``: Nova cannot be imported
 next to Blazar), with the aggregates in Nova's API database (SQLite):
 
 * **ours**: the request filter registered by ``nova_filters`` runs on a
@@ -68,7 +68,7 @@ if ROOT not in sys.path:
 from placement_quota.placement import client as placement_client  # noqa: E402,E501
 from placement_quota.placement import embedded  # noqa: E402
 from tools.bench import common  # noqa: E402
-from tests.functional.compute import nova_process  # noqa: E402
+from tests.functional.scheduler import nova_process  # noqa: E402
 
 SERVER_START_TIMEOUT = 120
 REQUEST_TIMEOUT = 300

@@ -16,8 +16,8 @@ the command's process)."""
 import json
 import os
 
-from tests.functional.test_cli import CLITestCase
-from tests.functional.test_cli import command
+from tests.functional.cmd.test_cli import CLITestCase
+from tests.functional.cmd.test_cli import command
 
 
 class AccountCLITestCase(CLITestCase):

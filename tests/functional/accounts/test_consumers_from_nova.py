@@ -40,7 +40,7 @@ from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod
 from tests.fixtures import nova
 from tests.fixtures import placement as placement_fixtures
-from tests.functional import test_admin_api_gabbi as seeds
+from tests.functional.api import test_admin_gabbi as seeds
 
 #: A compute endpoint nothing listens on.
 NO_NOVA = 'http://127.0.0.1:9/v2.1'

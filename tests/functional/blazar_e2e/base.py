@@ -58,12 +58,12 @@ import testtools.content
 from blazarclient import client as blazar_client
 from blazarclient import exception as blazar_exception
 
-from placement_quota.api import app as api_app
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.filters import chain as chain_mod
 from placement_quota.lifecycle import listener as listener_mod
 from placement_quota.ledger import store
 from placement_quota import services as services_mod
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 from tests.fixtures import blazar as blazar_fixture
 from tests.fixtures import enforcement as enforcement_fixture
 from tests.fixtures import keystone as keystone_fixture

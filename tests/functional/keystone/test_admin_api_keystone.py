@@ -26,11 +26,11 @@ import requests
 import testtools
 
 from placement_quota.accounts import service
-from placement_quota.api import admin
+from placement_quota.api.admin import app as admin
 from placement_quota import conf as pq_conf
 from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 from tests.fixtures import keystone
 from tests.fixtures import placement as placement_fixtures
 from tests.functional.keystone import test_api_keystone_auth as auth_tests

@@ -25,11 +25,11 @@ from keystonemiddleware import auth_token
 import requests
 import testtools
 
-from placement_quota.api import app as api_app
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import external
-from placement_quota import wsgi_server
+from placement_quota.httpserver import server as wsgi_server
 from tests import builders
 from tests.fixtures import enforcement as enforcement_fixture
 from tests.fixtures import keystone

@@ -30,7 +30,7 @@ from placement_quota.limits import sources
 from placement_quota.limits import tree as tree_mod
 from placement_quota import services
 from tests.fixtures import keystone
-from tests.functional import test_cli
+from tests.functional.cmd import test_cli
 
 KEYSTONE = 'keystone'
 

@@ -14,7 +14,7 @@ Keystone): the reader, and NovaQuotaFilter through our HTTP service."""
 
 import testtools
 
-from placement_quota.compute import quotas
+from placement_quota.nova import quotas
 from placement_quota import conf as pq_conf
 from tests.builders import day
 from tests.builders import hosts

@@ -31,7 +31,7 @@ from placement_quota.placement import embedded
 from placement_quota.reconcile import model as m
 from tests.fixtures import keystone as keystone_fixture
 from tests.functional.reconcile import base
-from tests.functional import test_osc_plugin as osc
+from tests.functional.osc import test_plugin as osc
 
 PLACEMENT_CONF = """\
 [api]

@@ -40,9 +40,9 @@ import testtools
 
 from placement_quota.accounts import service as accounts_service
 from placement_quota.accounts import store as accounts_store
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from placement_quota.ledger import admission
-from placement_quota.ledger import engine
+from placement_quota.ledger.db import engine
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import store
 from tests import builders

@@ -77,7 +77,7 @@ class TestDeadlock(MariaDBTestCase):
     def test_deadlock_while_taking_the_locks_is_retried(self):
         ledger = self.ledger(lock_timeout=TIMEOUT)
         log = self.useFixture(fixtures.FakeLogger(
-            name='placement_quota.ledger.engine'))
+            name='placement_quota.ledger.db.engine'))
         for round_ in range(self.ROUNDS):
             self.assertEqual([0, 1, 2],
                              self.three_lock_a_row_being_inserted(

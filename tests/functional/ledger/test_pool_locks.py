@@ -12,7 +12,7 @@
 """Capacity admissions lock capacity pools, not the whole cloud: on a real
 PostgreSQL and a real MariaDB, one admission holds its locks (stopped
 after its check, inside its transaction) while others run, and which of
-them complete and which wait shows the locks (ledger/locks.py) --
+them complete and which wait shows the locks (ledger/db/locks.py) --
 proven by lock waits, not by throughput. SQLite has one write lock for
 everything, so these run on the row-locking databases only."""
 
@@ -20,7 +20,7 @@ import concurrent.futures
 import threading
 
 from placement_quota.filters import base as filters_base
-from placement_quota.filters import capacity
+from placement_quota.filters import placement_capacity
 from placement_quota.filters import chain as chain_mod
 from placement_quota.ledger import store
 from tests.builders import day
@@ -47,7 +47,7 @@ class Hold:
         self.released.set()
 
 
-class HeldCapacityFilter(capacity.PlacementCapacityFilter):
+class HeldCapacityFilter(placement_capacity.PlacementCapacityFilter):
     """PlacementCapacityFilter that, for the projects in :attr:`holds`,
     stops after its check -- inside the admission, its locks held --
     until the test releases it (a timing hook; the check is the real

@@ -15,7 +15,7 @@ out of JSON and sums the hours is each database's own."""
 
 import datetime
 
-from placement_quota.ledger import accounting
+from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import models
 from placement_quota.ledger import report
 from placement_quota.ledger import store

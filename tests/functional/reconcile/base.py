@@ -21,7 +21,7 @@ import uuid
 from oslo_utils import timeutils
 import testtools
 
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from placement_quota.ledger import keys
 from placement_quota.ledger import models
 from placement_quota.ledger import store

@@ -20,7 +20,7 @@ import yaml
 
 from placement_quota.placement import reservations as rsv
 from tests.functional.reconcile import base
-from tests.functional import test_cli
+from tests.functional.cmd import test_cli
 
 
 class SafeDriftCloud(base.Cloud):

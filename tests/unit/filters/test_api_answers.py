@@ -22,7 +22,7 @@ import time
 import fixtures
 import webob
 
-from placement_quota.api import app as api_app
+from placement_quota.api.enforcement import app as api_app
 from placement_quota.filters import chain as chain_mod
 from placement_quota.ledger import errors as ledger_errors
 from tests.builders import day

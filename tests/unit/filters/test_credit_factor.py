@@ -14,7 +14,7 @@ factor that is not a finite number from 0 to ``[enforcement]
 max_su_factor`` is a bad request, never priced."""
 
 from placement_quota.filters import credit
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from tests.builders import day
 from tests.builders import hosts
 from tests.builders import lease

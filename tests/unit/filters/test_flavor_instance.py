@@ -11,17 +11,17 @@
 # under the License.
 """flavor:instance reservations in every policy, and unknown reservation
 types, on a SQLite ledger, flavors from a static catalog (the real Nova
-API is in tests/functional/compute/test_flavors.py)."""
+API is in tests/functional/nova/test_flavors.py)."""
 
 import os
 
-from placement_quota.filters import capacity
+from placement_quota.filters import placement_capacity
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import credit
 from placement_quota.filters import nova_quota
 from placement_quota.filters import size
 from placement_quota.filters import tree_limit
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from tests.builders import day
 from tests.builders import instances
 from tests.builders import lease
@@ -182,7 +182,7 @@ class TestNovaQuota(FlavorTestCase):
 
 class TestCapacity(ledger_helpers.PlacementHelpers, FlavorTestCase):
 
-    filter_class = capacity.PlacementCapacityFilter
+    filter_class = placement_capacity.PlacementCapacityFilter
 
     def placement(self):
         return self.in_process_placement()

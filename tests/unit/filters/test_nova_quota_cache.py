@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from placement_quota.filters import base as filters_base
 from placement_quota.filters import nova_quota
-from placement_quota.ledger import transitions
+from placement_quota.ledger import entry_states
 from tests import builders
 from tests.builders import day
 from tests.builders import instances
@@ -126,7 +126,7 @@ class TestQuotaCache(QuotaCacheTestCase):
         with self.ledger.transaction([self.project]) as txn:
             before = txn.generation(self.project)
             entry, = txn.leases(self.project)
-            transitions.start(txn, entry)
+            entry_states.start(txn, entry)
             self.assertEqual(before + 1, txn.generation(self.project))
 
     def test_quota_refresh_drops_the_cached_read(self):

@@ -19,7 +19,7 @@ import time
 
 import fixtures
 
-from placement_quota.filters import capacity
+from placement_quota.filters import placement_capacity
 from placement_quota.filters import chain as chain_mod
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
@@ -68,7 +68,7 @@ class TestHungPlacement(base.LedgerTestCase):
     """Project A's lease waits for a Placement that never answers;
     project B's network lease goes through the same chain meanwhile."""
 
-    filter_class = capacity.PlacementCapacityFilter
+    filter_class = placement_capacity.PlacementCapacityFilter
 
     def setUp(self):
         super().setUp()
@@ -177,7 +177,7 @@ class TestPlacementBeforeTheLock(ledger_helpers.PlacementHelpers,
     """On a Placement that answers: every call comes before the locks,
     and the check uses what was read."""
 
-    filter_class = capacity.PlacementCapacityFilter
+    filter_class = placement_capacity.PlacementCapacityFilter
 
     def placement(self):
         self.guarded = NotWhileLocked(self.in_process_placement(), self)
@@ -248,7 +248,7 @@ class TestPreparedSideBySide(ledger_helpers.PlacementHelpers,
     """The filters' prepare steps wait on other services: a chain makes
     them at the same time, not one after the other."""
 
-    filter_class = capacity.PlacementCapacityFilter
+    filter_class = placement_capacity.PlacementCapacityFilter
 
     def placement(self):
         self.meeting = MeetingPlacement(self.in_process_placement(), self)

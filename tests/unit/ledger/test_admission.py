@@ -19,7 +19,7 @@ import fixtures
 from placement_quota.filters import base as filters_base
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import lease_count
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from placement_quota.ledger import admission
 from placement_quota.ledger import keys
 from placement_quota.ledger import store

@@ -16,7 +16,7 @@ import datetime
 
 import testtools
 
-from placement_quota import lease as lease_model
+from placement_quota.lease import model as lease_model
 from placement_quota.ledger import keys
 from tests.builders import hosts
 from tests.builders import instances

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 
 from placement_quota.accounts import store as accounts_store
 from placement_quota.ledger import errors as ledger_errors
-from placement_quota.ledger import locks
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from tests.builders import at

@@ -22,7 +22,7 @@ import testtools
 from placement_quota.ledger import keys
 from placement_quota.ledger import models
 from placement_quota.ledger import store
-from placement_quota.ledger import transitions
+from placement_quota.ledger import entry_states
 from placement_quota.reconcile import findings
 from placement_quota.reconcile import lease_findings
 from placement_quota.reconcile import model as m
@@ -151,7 +151,7 @@ class TestGoneLease(LedgerCase):
         found = self.find([])
         # Blazar's lease.delete arrives between the read and the fix.
         with self.ledger.transaction([self.project]) as txn:
-            transitions.close(txn, txn.entry(row), NOW - HOUR)
+            entry_states.close(txn, txn.entry(row), NOW - HOUR)
         outcomes = repair.apply(found, None, self.ledger, now=NOW)
         self.assertTrue(outcomes[0].result.startswith('fixed already'))
         self.assertEqual(23 * RATE, self.spent())
@@ -241,8 +241,8 @@ class TestLeaseWindow(LedgerCase):
                                         lease_id='L')])
         # A newer lease.update moves it first.
         with self.ledger.transaction([self.project]) as txn:
-            transitions.set_window(txn, txn.entry(row), NOW + DAY,
-                                   NOW + 4 * DAY)
+            entry_states.set_window(txn, txn.entry(row), NOW + DAY,
+                                    NOW + 4 * DAY)
         outcomes = repair.apply(found, None, self.ledger, now=NOW)
         self.assertTrue(outcomes[0].result.startswith('skipped: its dates '
                                                       'changed'))
@@ -293,7 +293,7 @@ class TestUnbound(LedgerCase):
     def test_abandoned_entry_of_a_lease_blazar_has_is_reopened(self):
         row = self.record(NOW + DAY, NOW + 2 * DAY, name='late')
         with self.ledger.transaction([self.project]) as txn:
-            transitions.abandon(txn, txn.entry(row))
+            entry_states.abandon(txn, txn.entry(row))
         self.assertEqual(0, self.spent())
         lease = blazar_lease(NOW + DAY, NOW + 2 * DAY, name='late')
         found = self.find([lease])
@@ -321,7 +321,7 @@ class TestUnbound(LedgerCase):
         lease = blazar_lease(NOW + DAY, NOW + 2 * DAY, name='race')
         found = self.find([lease])
         with self.ledger.transaction([self.project]) as txn:
-            transitions.bind(txn, txn.entry(other), lease['id'])
+            entry_states.bind(txn, txn.entry(other), lease['id'])
         outcomes = repair.apply(found, None, self.ledger, now=NOW)
         self.assertIn('holds lease %s already' % lease['id'],
                       outcomes[0].result)

@@ -1,0 +1,20 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""The lease as Blazar sends it, and what it reserves (pure).
+
+:mod:`~placement_quota.lease.model` parses and validates the bodies of the
+enforcement API (with :mod:`~placement_quota.lease.schema`, its bounds and
+JSON schemas, and :mod:`~placement_quota.lease.errors`, the error naming a
+bad field); :mod:`~placement_quota.lease.amounts` counts what a lease
+reserves, per resource, with Blazar's and Nova's rules on flavors
+(:mod:`~placement_quota.lease.flavor_rules`). No I/O, no service.
+"""

@@ -1,0 +1,150 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""``placement-quota db sync``, ``credits add|list`` and ``usage show``,
+run as the real command against a SQLite ledger."""
+
+import datetime
+import json
+import os
+
+import alembic.script
+
+from placement_quota.lease import amounts as accounting
+from placement_quota.ledger import models
+from placement_quota.ledger import store
+from tests import builders
+from tests.functional.cmd.test_cli import CLITestCase
+from tests.functional.cmd.test_cli import command
+
+
+class LedgerCLITestCase(CLITestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.url = 'sqlite:///%s' % os.path.join(self.dir, 'ledger.sqlite')
+        self.conf = self.config('[ledger]\nconnection = %s\n' % self.url)
+
+    def run_cli(self, *args):
+        return command(*args, config=self.conf)
+
+    def assertBadInput(self, result, *needles):
+        self.assertEqual(2, result.returncode, result.stdout)
+        for needle in needles:
+            self.assertIn(needle, result.stderr)
+        self.assertNotIn('Traceback', result.stderr)
+
+    def record(self, project, start, end, amounts, state=models.PENDING):
+        ledger = store.Ledger(self.url)
+        self.addCleanup(ledger.dispose)
+        with ledger.transaction([project]) as txn:
+            txn.insert(project_id=project, provisional_key='k',
+                       start_date=start, end_date=end, state=state,
+                       amounts=amounts, lease={}, hourly_rate=0, charged=0)
+
+
+class TestDbSync(LedgerCLITestCase):
+
+    def test_sync_creates_the_tables_at_the_head_revision(self):
+        result = self.run_cli('db', 'sync')
+        self.assertEqual(0, result.returncode, result.stderr)
+        head = alembic.script.ScriptDirectory.from_config(
+            store._alembic_config(None)).get_current_head()
+        self.assertIn('is at schema revision %s' % head, result.stdout)
+
+    def test_sync_twice_changes_nothing(self):
+        self.run_cli('db', 'sync')
+        result = self.run_cli('db', 'sync')
+        self.assertEqual(0, result.returncode, result.stderr)
+
+    def test_a_bad_connection_url_is_a_clear_error(self):
+        conf = self.config('[ledger]\nconnection = nodb://x\n')
+        result = command('db', 'sync', config=conf)
+        self.assertBadInput(result, 'nodb://x')
+
+
+class TestCredits(LedgerCLITestCase):
+
+    def test_an_end_date_beyond_the_ledgers_range_is_bad_input(self):
+        result = self.run_cli('credits', 'add', 'p1', '--amount', '250',
+                              '--end', '9999-12-31 00:00')
+        self.assertBadInput(result, '--end', '9999-12-31')
+
+    def test_a_refused_su_factor_is_bad_input_for_check_create(self):
+        body = {'context': builders.context('p1'),
+                'lease': builders.lease(builders.day(2), builders.day(3),
+                                        builders.hosts('h1',
+                                                       su_factor=-1000))}
+        conf = self.config(
+            '[ledger]\nconnection = %s\ncount_host_resources = false\n'
+            '[enforcement]\nenabled_filters = CreditFilter\n' % self.url)
+        result = command('check', 'create',
+                         self.write('lease.json', json.dumps(body)),
+                         config=conf)
+        self.assertBadInput(result, 'su_factor', '-1000')
+
+    def test_add_then_list_shows_the_allocation(self):
+        self.run_cli('credits', 'add', 'p1', '--amount', '250',
+                     '--end', '2027-01-01 00:00')
+        result = self.run_cli('credits', 'list', 'p1', '-f', 'json')
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual([{'ID': 1, 'Amount': 250.0, 'Spent': 0.0,
+                           'Remaining': 250.0, 'Start': None,
+                           'End': '2027-01-01T00:00:00'}],
+                         json.loads(result.stdout))
+
+    def test_negative_amount_is_refused_naming_the_option(self):
+        self.assertBadInput(self.run_cli('credits', 'add', 'p1', '--amount',
+                                         '-5'), '--amount', '-5')
+
+    def test_bad_date_is_refused_naming_the_option(self):
+        self.assertBadInput(self.run_cli('credits', 'add', 'p1', '--amount',
+                                         '5', '--end', 'tomorrow'),
+                            '--end', 'tomorrow')
+
+    def test_end_before_start_is_refused(self):
+        self.assertBadInput(self.run_cli(
+            'credits', 'add', 'p1', '--amount', '5', '--start',
+            '2027-01-02 00:00', '--end', '2027-01-01 00:00'),
+            '--end', 'must be after --start')
+
+
+class TestUsageShow(LedgerCLITestCase):
+
+    def test_json_gives_the_peak_and_the_leases(self):
+        self.run_cli('db', 'sync')
+        self.record('p1', datetime.datetime(2030, 1, 1),
+                    datetime.datetime(2030, 1, 3),
+                    {accounting.HOSTS: 2})
+        self.record('p1', datetime.datetime(2030, 1, 2),
+                    datetime.datetime(2030, 1, 4),
+                    {accounting.HOSTS: 3})
+        result = self.run_cli('usage', 'show', 'p1', '-f', 'json')
+        self.assertEqual(0, result.returncode, result.stderr)
+        shown = json.loads(result.stdout)
+        self.assertEqual({'resource': 'hosts', 'amount': 5,
+                          'at': '2030-01-02T00:00:00',
+                          'until': '2030-01-03T00:00:00'},
+                         shown['peak_reserved']['hosts'])
+        self.assertEqual(2, shown['leases_by_state']['pending'])
+        self.assertEqual(2, len(shown['leases']))
+        self.assertIsNone(shown['credits'])
+
+    def test_table_says_the_credit_balance(self):
+        self.run_cli('credits', 'add', 'p1', '--amount', '10')
+        result = self.run_cli('usage', 'show', 'p1')
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertIn('10.00 left of 10.00', result.stdout)
+
+    def test_window_end_before_start_is_refused(self):
+        self.assertBadInput(self.run_cli(
+            'usage', 'show', 'p1', '--start', '2030-01-02 00:00', '--end',
+            '2030-01-01 00:00'), '--end must be after')
