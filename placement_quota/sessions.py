@@ -31,6 +31,8 @@ from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 
+from placement_quota import errors
+
 #: Connections a session keeps open to each host: one for each call a
 #: service process can have in flight.
 POOL_SIZE = 64
@@ -73,12 +75,9 @@ def is_outage(exc):
     A 4xx (credentials refused, forbidden), a missing endpoint or a
     configuration error is no outage. The first keystoneauth error found
     decides."""
-    seen = 0
-    while exc is not None and seen < 16:
-        if isinstance(exc, ks_exceptions.ConnectionError):
+    for error in errors.causes(exc):
+        if isinstance(error, ks_exceptions.ConnectionError):
             return True
-        if isinstance(exc, ks_exceptions.HttpError):
-            return (exc.http_status or 0) >= 500
-        seen += 1
-        exc = exc.__cause__ or exc.__context__
+        if isinstance(error, ks_exceptions.HttpError):
+            return (error.http_status or 0) >= 500
     return False

@@ -83,10 +83,10 @@ class ServiceUnavailable(errors.DependencyUnavailable):
     def of(cls, exc):
         """The ServiceUnavailable the outage ``exc`` is
         (:func:`placement_quota.errors.outage`), or None."""
-        message = errors.outage(exc)
-        if message is None:
+        found = errors.unavailable(exc)
+        if found is None:
             return None
-        return cls(message, service=errors.unavailable(exc).service)
+        return cls(errors.outage(found), service=found.service)
 
 
 #: What an outage's message ends with.
