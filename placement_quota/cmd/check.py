@@ -13,10 +13,15 @@
 
 The payload is the HTTP body Blazar would send (Blazar's "Flexible Reservation
 Usage Enforcement" spec), read from a file or ``-`` for stdin. No service needs
-to run, but the filters do what they do in the service: an
-ExternalServiceFilter with an endpoint really calls it (``check end`` sends a
-real on-end notification). The decision is printed in cliff's formats; the exit
-status is 0 when allowed, 1 when denied, 2 when the payload is bad.
+to run. By default it is a dry run: the chain decides exactly as the service
+does (the ledger filters on the same locked ledger view), then the ledger
+admission is rolled back -- no entry, no charge, no denial kept, no lock held
+after -- and the filters whose asking changes something elsewhere
+(ExternalServiceFilter: its service records what it is asked) are not asked
+and are listed under ``not asked``. ``--record`` records as the service does
+(and asks every filter: ``check end --record`` sends a real on-end
+notification). The decision is printed in cliff's formats; the exit status is 0
+when allowed, 1 when denied, 2 when the payload is bad.
 """
 
 import logging as std_logging
@@ -54,6 +59,13 @@ class _Check(common.Guarded, show.ShowOne):
             'file', metavar='FILE',
             help='JSON request body as Blazar sends it to %s ("-" reads '
                  'stdin).' % self.kind)
+        parser.add_argument(
+            '--record', action='store_true',
+            help='Record the decision in the ledger as the service does '
+                 '(%s), and ask every filter, ExternalServiceFilter '
+                 'included. Without it, a dry run: nothing is recorded, and '
+                 'filters that would change something elsewhere are not '
+                 'asked.' % self.records)
         return common.add_backend_arguments(parser)
 
     def _read(self, path):
@@ -71,6 +83,15 @@ class _Check(common.Guarded, show.ShowOne):
         self.exit_status = BAD_INPUT
         return ('decision', 'message'), ('invalid', str(exc))
 
+    @staticmethod
+    def _row(chain, decision, filter_name, message):
+        """The output row: the decision, and what was asked and kept."""
+        skipped = chain.not_asked
+        asked = [f.name for f in chain.filters if f not in skipped]
+        return (decision, filter_name, message, ', '.join(asked),
+                ', '.join(f.name for f in skipped),
+                'yes' if chain.record else 'no (dry run; --record records)')
+
     def take_action(self, parsed_args):
         body = self._read(parsed_args.file)
         try:
@@ -83,8 +104,11 @@ class _Check(common.Guarded, show.ShowOne):
             # says why in one line (--debug shows it).
             std_logging.getLogger(chain_mod.__name__).addFilter(
                 _no_traceback)
-        chain = serve.load_chain(conf, common.services(self))
-        columns = ('decision', 'filter', 'message', 'filters run')
+        chain = serve.load_chain(conf, common.services(self),
+                                 record=parsed_args.record,
+                                 strict=main.strict(self))
+        columns = ('decision', 'filter', 'message', 'filters run',
+                   'not asked', 'recorded')
         try:
             chain.run(request)
         except lease_model.PayloadError as exc:
@@ -92,19 +116,19 @@ class _Check(common.Guarded, show.ShowOne):
             return self._invalid(exc)
         except base.EnforcementDenied as denial:
             self.exit_status = errors.exit_status(errors.status_of(denial))
-            return columns, ('denied', denial.filter_name, str(denial),
-                             ', '.join(chain.names))
+            return columns, self._row(chain, 'denied', denial.filter_name,
+                                      str(denial))
         except chain_mod.FilterError as exc:
             # Could not answer: one line on stderr, the row on stdout.
             self.app.stderr.write('placement-quota: %s\n' % exc)
             self.exit_status = errors.exit_status(errors.status_of(exc))
-            return columns, ('error', exc.filter_name, str(exc),
-                             ', '.join(chain.names))
+            return columns, self._row(chain, 'error', exc.filter_name,
+                                      str(exc))
         self.exit_status = ALLOWED
         exempt = request.context.project_id in chain.exemptions
         message = ('project %s is exempted' % request.context.project_id
                    if exempt else '')
-        return columns, ('allowed', '', message, ', '.join(chain.names))
+        return columns, self._row(chain, 'allowed', '', message)
 
     def run(self, parsed_args):
         self.exit_status = ALLOWED
@@ -113,21 +137,28 @@ class _Check(common.Guarded, show.ShowOne):
 
 
 class CheckCreate(_Check):
-    """Would the chain allow this new lease? (check-create)"""
+    """Would the chain allow this new lease? (check-create; a dry run
+    unless --record)"""
 
     kind = 'check-create'
+    records = 'a pending entry and its charge'
 
 
 class CheckUpdate(_Check):
-    """Would the chain allow this update? (check-update)"""
+    """Would the chain allow this update? (check-update; a dry run unless
+    --record)"""
 
     kind = 'check-update'
+    records = 'the lease\'s new state and the change of its charge'
 
 
 class CheckEnd(_Check):
-    """Send an on-end notification through the chain (on-end)."""
+    """What would an on-end notification do? (on-end; a dry run unless
+    --record, which closes the lease's entry and refunds its unused
+    part)"""
 
     kind = 'on-end'
+    records = 'the entry closed now and the unused part refunded'
 
 
 class FilterList(common.Guarded, lister.Lister):
@@ -143,6 +174,12 @@ class FilterList(common.Guarded, lister.Lister):
         rows = []
         for name, cls in sorted(available.items()):
             position = enabled.index(name) + 1 if name in enabled else ''
-            rows.append((name, '%s.%s' % (cls.__module__, cls.__qualname__),
-                         position))
-        return ('Name', 'Class', 'Enabled position'), rows
+            rows.append((name, _summary(cls), position,
+                         '%s.%s' % (cls.__module__, cls.__qualname__)))
+        return ('Name', 'Description', 'Enabled position', 'Class'), rows
+
+
+def _summary(cls):
+    """The first line of ``cls``'s docstring (what the filter denies)."""
+    doc = (cls.__doc__ or '').strip()
+    return doc.splitlines()[0].strip() if doc else ''

@@ -47,6 +47,9 @@ class Listen(common.Guarded, command.Command):
         conf = main.config(self)
         if not conf.debug:
             std_logging.getLogger().setLevel(std_logging.INFO)
+        # It runs no filter, but it reads the service's configuration: an
+        # option set for a filter that is not enabled is said here too.
+        main.check_no_ops(conf, strict=main.strict(self))
         services = common.services(self)
         try:
             services.ledger  # a ledger at the wrong schema fails here

@@ -24,6 +24,7 @@ from placement_quota import audit
 from placement_quota import conf as pq_conf
 from placement_quota.conf import validate
 from placement_quota.filters import chain
+from placement_quota.filters import no_ops
 
 LOG = logging.getLogger(__name__)
 
@@ -68,6 +69,31 @@ def check_config_files(conf, strict=False):
              % '; '.join(found))
     for line in found:
         warn('%s; ignored' % line)
+
+
+def strict(command):
+    """Whether the running ``command`` was given ``--strict-config`` (the
+    ``openstack`` client plugin has no such option: False)."""
+    options = getattr(holder(command), 'options', None)
+    return bool(getattr(options, 'strict_config', False))
+
+
+def check_no_ops(conf, filters=None, strict=False):
+    """Warn about each option set for a filter that is not enabled and,
+    given the enabled ``filters`` (instances), each of them that can never
+    deny a lease (:mod:`placement_quota.filters.no_ops`); exit 2 naming
+    them all when ``strict``."""
+    available = chain.available_filter_classes(conf)
+    if filters is None:
+        found = no_ops.option_warnings(conf, available,
+                                       conf.enforcement.enabled_filters)
+    else:
+        found = no_ops.warnings(conf, available, filters)
+    if found and strict:
+        fail('configuration that does nothing (--strict-config): %s'
+             % ' '.join(found))
+    for line in found:
+        warn(line)
 
 
 def config(command):
@@ -130,7 +156,10 @@ class PlacementQuotaApp(app.App):
             '--strict-config', action='store_true',
             help='Exit with status 2 when a configuration file has a '
                  'section or an option placement-quota does not know '
-                 '(a misspelling); without it, each one is a warning.')
+                 '(a misspelling), and, for serve, listen and check, when '
+                 'an option is set for a filter that is not enabled or an '
+                 'enabled filter can never deny a lease; without it, each '
+                 'one is a warning.')
         return parser
 
     def configure_logging(self):

@@ -29,6 +29,7 @@ from placement_quota.cmd import main
 from placement_quota.conf import ledger as ledger_conf
 from placement_quota.conf import placement as placement_conf
 from placement_quota.filters import chain as chain_mod
+from placement_quota.filters import no_ops
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.limits import sources as limit_sources
 from placement_quota.placement import client as placement_client
@@ -40,18 +41,23 @@ LOG = logging.getLogger(__name__)
 _UNPROTECTED = ' -- WARNING: no authentication beyond loopback'
 
 
-def load_chain(conf, services):
+def load_chain(conf, services, record=True, strict=False, warn=True):
     """The filter chain for ``conf`` on ``services``, or exit 2 saying
-    why not."""
+    why not. Each option that does nothing and each enabled filter that
+    can never deny is a warning (``warn``), or, ``strict``, exit 2.
+    ``record=False``: a dry chain (``check`` without ``--record``)."""
     try:
-        return chain_mod.FilterChain(conf, services=services)
+        chain = chain_mod.FilterChain(conf, services=services, record=record)
     except (chain_mod.FilterLoadError, ValueError) as exc:
         main.fail('cannot load the enforcement filters: %s' % exc)
+    if warn or strict:
+        main.check_no_ops(conf, chain.filters, strict)
+    return chain
 
 
-def build(conf, services):
+def build(conf, services, strict=False, warn=True):
     """The filter chain and WSGI app for ``conf``; clear errors if not."""
-    chain = load_chain(conf, services)
+    chain = load_chain(conf, services, strict=strict, warn=warn)
     try:
         return chain, api_app.make_app(conf, chain)
     except ValueError as exc:
@@ -124,6 +130,14 @@ class Serve(common.Guarded, command.Command):
 
     #: The one command that falls back to the embedded Placement.
     embedded_default = True
+    #: The worker pool of ``--workers N`` (None: one process).
+    _pool = None
+
+    @property
+    def _worker_index(self):
+        """This worker's index (0 is the first), or None without
+        workers."""
+        return None if self._pool is None else self._pool.index
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -203,7 +217,10 @@ class Serve(common.Guarded, command.Command):
                 main.fail(str(exc))
         LOG.info('Placement: %s', placement_used)
         LOG.info('Ledger: %s', ledger_conf.describe(conf))
-        chain, app = build(conf, services)
+        # Workers: the first says what does nothing, not each of them.
+        first = self._worker_index in (None, 0)
+        chain, app = build(conf, services, first and main.strict(self),
+                           warn=first)
         admin_server = self._admin_server(conf, services, admin_port,
                                           reuse_port)
         server = wsgi_server.WSGIServer(
@@ -217,8 +234,8 @@ class Serve(common.Guarded, command.Command):
             if ready_hook is not None:
                 ready_hook()
                 return
-            self._banner(conf, chain.names, host, srv.url,
-                         admin_server and admin_server.url)
+            self._banner(conf, no_ops.summary(chain.filters), host,
+                         srv.url, admin_server and admin_server.url)
 
         def stop(signum, frame):
             # The handler runs in the thread that serves; cheroot's stop()
@@ -242,7 +259,7 @@ class Serve(common.Guarded, command.Command):
             services.close()
         return 0
 
-    def _banner(self, conf, filter_names, host, url, admin_url, workers=1):
+    def _banner(self, conf, enforced, host, url, admin_url, workers=1):
         """The listening lines on stdout (and the noauth warnings)."""
         exposed = noauth_exposure('The enforcement service', host,
                                   conf.api.auth_strategy)
@@ -257,7 +274,7 @@ class Serve(common.Guarded, command.Command):
             '(auth: %s%s; filters: %s; %s%d threads; Placement: %s)\n'
             % (url, conf.api.auth_strategy,
                _UNPROTECTED if exposed else '',
-               ', '.join(filter_names) or 'none',
+               enforced,
                '%d workers x ' % workers if workers > 1 else '',
                conf.api.threads, _short(conf)))
         if admin_url is not None:
@@ -286,6 +303,7 @@ class Serve(common.Guarded, command.Command):
                       % (host, port, exc.strerror or exc))
         pool = prefork.Workers(count, lambda ready: self._serve(
             conf, host, port, admin_port, ready, reuse_port=True))
+        self._pool = pool
         if not pool.start():
             main.fail('the %d workers did not all start (see the log)'
                       % count)
@@ -301,7 +319,10 @@ class Serve(common.Guarded, command.Command):
         signal.signal(signal.SIGINT, stop)
         admin_url = None if admin_port is None else wsgi_server.url(
             conf.admin_api.bind_host, admin_port)
-        self._banner(conf, conf.enforcement.enabled_filters, host,
+        # The filters live in the workers: their names only (the first
+        # worker warned about those that cannot deny).
+        self._banner(conf, ', '.join(conf.enforcement.enabled_filters) or
+                     'none (every lease is allowed)', host,
                      wsgi_server.url(host, port), admin_url, count)
         pool.supervise()
         return 0

@@ -228,23 +228,26 @@ def ledger_denials():
 
 
 @contextlib.contextmanager
-def run(services, found, kind, context, lease, current_lease=None):
+def run(services, found, kind, context, lease, current_lease=None,
+        record=True):
     """The ledger admission of the :class:`Plan` ``found``: one locked
     transaction (an :class:`~placement_quota.ledger.admission.Admission`)
-    for the block; the entry is recorded when it returns normally."""
+    for the block; the entry is recorded when it returns normally (with
+    ``record=False``, a dry run, the transaction is rolled back)."""
     host_resources = found.hosts.get()
     with ledger_denials():
         with admission_mod.admit(
                 services.ledger, kind, context, lease, current_lease,
                 found.locks, host_resources, found.prepared,
-                found.flavors) as adm:
+                found.flavors, record=record) as adm:
             yield adm
 
 
 @contextlib.contextmanager
 def admit(services, filters, kind, context, lease, current_lease=None,
-          guard=unguarded):
+          guard=unguarded, record=True):
     """:func:`plan`, then :func:`run`: the admission of ``filters``."""
     found = plan(services, filters, kind, context, lease, guard)
-    with run(services, found, kind, context, lease, current_lease) as adm:
+    with run(services, found, kind, context, lease, current_lease,
+             record) as adm:
         yield adm

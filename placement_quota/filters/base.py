@@ -61,6 +61,12 @@ class BaseFilter(metaclass=abc.ABCMeta):
     #: oslo.config options of this filter, registered under [enforcement].
     enforcement_opts = []
 
+    #: Whether asking this filter changes something outside this process
+    #: (ExternalServiceFilter: the service it calls records what it is
+    #: asked). A dry run (``placement-quota check`` without ``--record``)
+    #: does not ask such a filter, and says so.
+    side_effects = False
+
     def __init__(self, conf, services=None):
         """``services``: the :class:`~placement_quota.services.Services`
         of the chain (the ledger, Placement...); a filter that needs one
@@ -88,6 +94,13 @@ class BaseFilter(metaclass=abc.ABCMeta):
     @staticmethod
     def lease(value, field='lease'):
         return lease_model.Lease.coerce(value, field)
+
+    def inert(self):
+        """Why this filter, as configured, can never deny a lease (it
+        sets no limit, or has nowhere to ask), as a sentence; None when it
+        can. Said at start: an enabled filter must not silently do
+        nothing."""
+        return None
 
     def deny(self, message):
         """Return the denial to raise, labelled with this filter's name."""

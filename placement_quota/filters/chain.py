@@ -234,10 +234,18 @@ class FilterChain:
     filters are loaded with and admitted on. Without it, the chain makes
     the Services of ``conf`` (or, given ``filters``, uses the one they
     were made with).
+
+    ``record=False`` makes a dry chain (``placement-quota check`` without
+    ``--record``): it decides exactly as the service does, on the same
+    locked ledger view, then rolls the admission back -- no entry, no
+    charge, no denial kept, no lock held after -- and does not ask the
+    filters with ``side_effects`` (:attr:`not_asked`).
     """
 
-    def __init__(self, conf, filters=None, exemptions=None, services=None):
+    def __init__(self, conf, filters=None, exemptions=None, services=None,
+                 record=True):
         self.conf = conf
+        self.record = record
         if filters is None:
             if services is None:
                 services = services_mod.Services(conf)
@@ -261,6 +269,18 @@ class FilterChain:
     def ledger_filters(self):
         return [f for f in self.filters if admit_mod.uses_ledger(f)]
 
+    @property
+    def not_asked(self):
+        """The filters a dry chain does not ask (asking changes something
+        elsewhere: ExternalServiceFilter's service records it)."""
+        if self.record:
+            return []
+        return [f for f in self.filters if getattr(f, 'side_effects', False)]
+
+    def _asked(self):
+        skipped = self.not_asked
+        return [f for f in self.filters if f not in skipped]
+
     def _exempt(self, context):
         if context.project_id in self.exemptions:
             LOG.debug('Project %s is exempted from enforcement',
@@ -271,7 +291,7 @@ class FilterChain:
     def _run(self, method, context, leases, adm):
         """Each filter's ``method`` in order (the ledger filters'
         ``check`` on the admission ``adm``): the first denial stops."""
-        for filter_ in self.filters:
+        for filter_ in self._asked():
             try:
                 if adm is not None and admit_mod.uses_ledger(filter_):
                     filter_.check(adm)
@@ -307,9 +327,10 @@ class FilterChain:
                               context, lease, guard=self._guard)
         try:
             with admit_mod.run(self.services, plan, kind, context, lease,
-                               current_lease) as adm:
+                               current_lease, self.record) as adm:
                 yield adm
-            metrics.ADMISSIONS.labels('recorded').inc()
+            if self.record:
+                metrics.ADMISSIONS.labels('recorded').inc()
         except (base.EnforcementDenied, lease_model.PayloadError):
             metrics.ADMISSIONS.labels('denied').inc()
             raise
@@ -368,7 +389,7 @@ class FilterChain:
                                  lease) as adm:
                 self._run('check_create', context, (lease,), adm)
         except base.EnforcementDenied as denial:
-            if self.ledger_filters:
+            if self.ledger_filters and self.record:
                 admission_mod.record_denied(
                     self.services.ledger, context, lease, str(denial),
                     denied_by=denial.filter_name)
@@ -399,7 +420,7 @@ class FilterChain:
                       'the lease ends anyway.', context.project_id)
 
     def _notify_end(self, context, lease, adm):
-        for filter_ in self.filters:
+        for filter_ in self._asked():
             try:
                 if adm is not None and admit_mod.uses_ledger(filter_):
                     filter_.end(adm)

@@ -132,6 +132,19 @@ class ExternalServiceFilter(base.BaseFilter):
                 '%s=%s' % (k, _safe_url(v))
                 for k, v in self.endpoints.items() if v))
 
+    #: The service it calls records what it is asked: a dry run does not
+    #: ask it.
+    side_effects = True
+
+    def inert(self):
+        if self.endpoints.get('check-create') or \
+                self.endpoints.get('check-update'):
+            return None
+        return ('it has no service to ask ([enforcement_external] '
+                'endpoint_url, or [enforcement] '
+                'external_service_base_endpoint, is unset): it allows every '
+                'lease')
+
     def _endpoints(self):
         legacy = self.conf.enforcement
         try:

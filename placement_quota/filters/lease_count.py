@@ -33,6 +33,12 @@ class LeaseCountFilter(ledger_base.LedgerFilter):
                  'once; 0 means no limit. Counted in the ledger.'),
     ]
 
+    def inert(self):
+        if self.conf.enforcement.max_leases_per_project:
+            return None
+        return ('it sets no limit ([enforcement] max_leases_per_project '
+                'is 0)')
+
     def check(self, admission):
         limit = self.conf.enforcement.max_leases_per_project
         if not limit:

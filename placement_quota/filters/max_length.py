@@ -65,6 +65,12 @@ class MaximumReservationLengthFilter(base.BaseFilter):
             return group.max_lease_duration
         return None
 
+    def inert(self):
+        if self.max_length is None:
+            return ('it sets no limit ([enforcement] reservation_max_length '
+                    'is 0 and max_lease_duration is -1)')
+        return None
+
     def _check(self, context, lease, field):
         limit = self.max_length
         if limit is None:

@@ -60,6 +60,13 @@ class ReservationSizeFilter(base.BaseFilter):
                                         'in one lease')),
     ]
 
+    def inert(self):
+        if any(getattr(self.conf.enforcement, opt.dest)
+               for opt in self.enforcement_opts):
+            return None
+        return ('it sets no limit (every [enforcement] max_*_per_reservation '
+                'and max_*_per_lease option is 0)')
+
     def _limits(self, scope):
         group = self.conf.enforcement
         return {resource: getattr(group, 'max_%s_per_%s' % (

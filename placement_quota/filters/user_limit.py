@@ -65,6 +65,13 @@ class UserLimitFilter(ledger_base.LedgerFilter):
                  'included); 0 means no limit.'),
     ]
 
+    def inert(self):
+        if any(getattr(self.conf.enforcement, opt.dest)
+               for opt in self.enforcement_opts):
+            return None
+        return ('it sets no limit ([enforcement] max_leases_per_user, '
+                'max_hosts_per_user and max_instances_per_user are 0)')
+
     def check(self, admission):
         group = self.conf.enforcement
         owner = admission.owner

@@ -66,6 +66,8 @@ class Workers:
         self.work = work
         self.pids = {}
         self.stopping = False
+        #: In a worker, its index (0 is the first); None in the parent.
+        self.index = None
 
     def _spawn(self, index):
         read_end, write_end = os.pipe()
@@ -75,6 +77,7 @@ class Workers:
             _end_with_parent()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
             signal.signal(signal.SIGINT, signal.SIG_IGN)
+            self.index = index
             status = 1
             try:
                 status = self.work(lambda: _say(write_end)) or 0

@@ -298,9 +298,13 @@ def _text(value):
     return value if isinstance(value, str) else None
 
 
+class _DryRun(Exception):
+    """Rolls a dry admission's transaction back (never seen outside)."""
+
+
 @contextlib.contextmanager
 def admit(ledger, kind, context, lease, current_lease=None, locks=(),
-          host_resources=None, prepared=None, flavors=None):
+          host_resources=None, prepared=None, flavors=None, record=True):
     """Open an admission: lock, decide, record.
 
     The block decides (raising denies); the entry is recorded when it
@@ -308,14 +312,24 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
     ledger's lock order (ledger/db/locks.py). ``prepared`` is ``{filter:
     what its prepare step read}``; ``flavors`` the flavors of its
     ``flavor:instance`` reservations, read before the locks.
+
+    ``record=False`` is a dry run: the block decides on the same locked
+    view, then the transaction is rolled back -- no entry, no charge, and
+    no lock held once it returns.
     """
     started = time.perf_counter()
-    with ledger.transaction([context.project_id] + list(locks)) as txn:
-        metrics.LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
-        adm = Admission(txn, kind, context, lease, current_lease,
-                        host_resources, prepared, flavors)
-        yield adm
-        adm.record()
+    try:
+        with ledger.transaction([context.project_id] + list(locks)) as txn:
+            metrics.LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
+            adm = Admission(txn, kind, context, lease, current_lease,
+                            host_resources, prepared, flavors)
+            yield adm
+            if not record:
+                raise _DryRun()
+            adm.record()
+    except _DryRun:
+        LOG.debug('Dry %s of project %s: decided, nothing recorded.', kind,
+                  context.project_id)
 
 
 def record_denied(ledger, context, lease, message, denied_by=None):
