@@ -296,6 +296,13 @@ class TestListenCommand(ListenCommandTestCase):
         self.assertIn('Stopped; notifications: 0 failed, 1 handled',
                       ''.join(stderr))
 
+    def test_listen_warns_about_an_option_whose_filter_is_not_enabled(self):
+        process, stderr = self.start_command(
+            '[enforcement]\nmax_leases_per_project = 1\n')
+        self.assertIn('[enforcement] max_leases_per_project is set, but '
+                      'LeaseCountFilter, the filter that reads it, is not in '
+                      '[enforcement] enabled_filters', ''.join(stderr))
+
     def test_metrics_port_counts_the_events_handled(self):
         port = process_fixture.free_port('127.0.0.1')
         self.start_command('metrics_port = %d\n' % port)
