@@ -13,18 +13,28 @@
 
 Every ``$ placement-quota ...`` or ``$ openstack ...`` line of README.md
 and doc/source/*.rst that names a file of ``doc/examples`` (and is not a
-synopsis with ``[optional]`` or ``a|b`` placeholders) runs from that
-directory, through a shell (for ``< update.json``), with the venv's
-commands first on PATH and a private HOME. The output the documentation
-shows under it must be what the command prints: text lines in order (a
-table cell or a JSON string ending in ``...`` is a prefix; table borders are
-not compared), JSON by value. A ``# exit N`` comment on the command gives
-its exit status; otherwise it must be 0 or 1 (an answer), never 2.
+synopsis with ``[optional]`` or ``a|b`` placeholders), and every
+``$ ../../tools/example_lease.py ...`` line (which writes the dated request
+bodies the others read), runs from that directory -- a copy of it, with
+``tools`` beside it as in the repository, so what the commands write stays
+in the test's own directory -- through a shell (for ``< update.json``),
+with the venv's commands first on PATH and a private HOME. The output the
+documentation shows under it must be what the command prints: text lines
+in order (a table cell or a JSON string ending in ``...`` is a prefix;
+table borders are not compared), JSON by value. A ``# exit N`` comment on
+the command gives its exit status; otherwise it must be 0 or 1 (an
+answer), never 2.
+
+``check create|update|end`` records nothing unless given ``--record``; a
+document's commands from its first ``--record`` on depend on what was
+recorded, so they run, with the whole of that document, in a test of
+their own.
 """
 
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,7 +50,9 @@ DOCS = [os.path.join(ROOT, 'README.md')] + sorted(
     if name.endswith('.rst'))
 TIMEOUT = 120
 
-_PROMPT = re.compile(r'^(\s*)\$ ((?:placement-quota|openstack) .*)$')
+_PROMPT = re.compile(r'^(\s*)\$ ((?:placement-quota|openstack|'
+                     r'\.\./\.\./tools/example_lease\.py) .*)$')
+_GENERATOR = '../../tools/example_lease.py '
 
 
 def _example_files():
@@ -81,13 +93,41 @@ def documented_commands():
                 m_exit = re.search(r'exit (\d)\b', comment)
                 status = int(m_exit.group(1)) if m_exit else None
             words = re.split(r'[\s<>]+', command)
-            if not any(name in words for name in files):
+            if (not command.startswith(_GENERATOR)
+                    and not any(name in words for name in files)):
                 continue
             if '[' in command or '|' in command or 'PROJECT' in command:
                 continue   # a synopsis, not an example
             found.append((os.path.relpath(path, ROOT), start + 1, command,
                           status, output))
     return found
+
+
+def _records(command):
+    return '--record' in command.split()
+
+
+def without_recording(commands):
+    """The commands that do not depend on ``check ... --record``: those
+    before the first ``--record`` of their document."""
+    recording = {doc for doc, _l, command, _s, _o in commands
+                 if _records(command)}
+    kept, seen = [], set()
+    for entry in commands:
+        doc, command = entry[0], entry[2]
+        if doc in recording and (doc in seen or _records(command)):
+            seen.add(doc)
+            continue
+        kept.append(entry)
+    return kept
+
+
+def of_recording_documents(commands):
+    """Every command of the documents that record with ``--record``, in
+    order."""
+    recording = {doc for doc, _l, command, _s, _o in commands
+                 if _records(command)}
+    return [entry for entry in commands if entry[0] in recording]
 
 
 def _cells(line):
@@ -122,7 +162,13 @@ class TestDocExamples(testtools.TestCase):
         super().setUp()
         self.commands = documented_commands()
         self.home = tempfile.mkdtemp(prefix='pq-doc-examples-')
-        self.addCleanup(subprocess.run, ['rm', '-rf', self.home])
+        self.addCleanup(shutil.rmtree, self.home, True)
+        # doc/examples and tools as in the repository, in the test's own
+        # directory: what the commands write (lease.json) stays there.
+        tree = os.path.join(self.home, 'tree')
+        self.workdir = os.path.join(tree, 'doc', 'examples')
+        shutil.copytree(EXAMPLES, self.workdir)
+        os.symlink(os.path.join(ROOT, 'tools'), os.path.join(tree, 'tools'))
 
     def run_documented(self, command):
         env = dict(os.environ)
@@ -136,7 +182,8 @@ class TestDocExamples(testtools.TestCase):
                    XDG_CACHE_HOME=os.path.join(self.home, '.cache'),
                    XDG_DATA_HOME=os.path.join(self.home, '.local', 'share'),
                    XDG_STATE_HOME=os.path.join(self.home, '.local', 'state'))
-        return subprocess.run(['bash', '-c', command], cwd=EXAMPLES, env=env,
+        return subprocess.run(['bash', '-c', command], cwd=self.workdir,
+                              env=env,
                               capture_output=True, text=True,
                               timeout=TIMEOUT)
 
@@ -148,8 +195,31 @@ class TestDocExamples(testtools.TestCase):
                               if name not in used])
 
     def test_documented_commands(self):
-        self.assertGreaterEqual(len(self.commands), 7)
-        for doc, line, command, status, output in self.commands:
+        commands = without_recording(self.commands)
+        self.assertGreaterEqual(len(commands), 7)
+        self.run_all(commands)
+
+    def test_documented_commands_that_record(self):
+        commands = of_recording_documents(self.commands)
+        self.assertGreaterEqual(len([c for c in commands
+                                     if _records(c[2])]), 2)
+        self.run_all(commands)
+
+    def test_every_documented_request_body_is_generated_from_now(self):
+        # A static body has dates that pass: every check example reads
+        # one that a documented example_lease.py command writes first.
+        written = set()
+        for _doc, _line, command, _status, _out in self.commands:
+            if command.startswith(_GENERATOR):
+                written.add(command.rsplit('>', 1)[1].strip())
+            elif re.search(r'\bcheck (create|update|end)\b', command):
+                body = [w for w in re.split(r'[\s<>]+', command)
+                        if w.endswith('.json')]
+                self.assertTrue(body and set(body) <= written, command)
+        self.assertEqual(set(), written & set(_example_files()))
+
+    def run_all(self, commands):
+        for doc, line, command, status, output in commands:
             where = '%s:%d: %s' % (doc, line, command)
             result = self.run_documented(command)
             detail = '%s\nexit %d\nstdout:\n%s\nstderr:\n%s' % (

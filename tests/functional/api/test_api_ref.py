@@ -130,6 +130,37 @@ class TestAPIReference(testtools.TestCase):
         self.assertEqual(documented('admin.inc'), answered(
             app, ADMIN_PATHS, {'Host': 'localhost', 'X-Roles': 'admin'}))
 
+    def test_denied_sample_is_the_answer_to_the_request_sample(self):
+        # The sample's filter denies leases longer than a day; the
+        # request sample's lease is two days long.
+        self.conf.set_override('reservation_max_length', 86400,
+                               'enforcement')
+        app = api_app.make_app(self.conf, chain_mod.FilterChain(self.conf))
+        with open(os.path.join(SOURCE, 'samples',
+                               'check-create-req.json'), 'rb') as f:
+            request = webob.Request.blank(
+                '/v1/check-create', method='POST', body=f.read(),
+                content_type='application/json')
+        response = request.get_response(app)
+        with open(os.path.join(SOURCE, 'samples',
+                               'check-create-denied-resp.json')) as f:
+            self.assertEqual((403, json.load(f)),
+                             (response.status_int, response.json))
+
+    def test_every_field_of_the_denied_sample_is_documented(self):
+        with open(os.path.join(SOURCE, 'samples',
+                               'check-create-denied-resp.json')) as f:
+            fields = set(json.load(f))
+        with open(os.path.join(SOURCE, 'enforcement.inc')) as f:
+            text = f.read()
+        section = text[text.index('Response (denied)'):
+                       text.index('Response (invalid)')]
+        self.assertEqual(fields, set(re.findall(
+            r'^   - (\w+): \w+$', section, re.M)))
+        with open(os.path.join(SOURCE, 'parameters.yaml')) as f:
+            defined = set(re.findall(r'^(\w+):$', f.read(), re.M))
+        self.assertLessEqual(fields, defined)
+
     def test_every_sample_is_json(self):
         samples = glob.glob(os.path.join(SOURCE, 'samples', '*.json'))
         self.assertGreater(len(samples), 10)
