@@ -21,15 +21,32 @@ each once, after the ``[enforcement]`` options of
 :mod:`placement_quota.conf.enforcement` (namespace ``placement_quota``).
 """
 
+import copy
+
 from placement_quota.conf import enforcement
 from placement_quota import filters
+from placement_quota.filters import no_ops
 
 
 def list_opts():
-    """``[([enforcement] group, options)]`` of ``filters.all_filters``."""
+    """``[([enforcement] group, options)]`` of ``filters.all_filters``,
+    each option's help ending with the filters that read it (an option
+    set for a filter that is not enabled does nothing)."""
+    readers = no_ops.owners({cls.__name__: cls
+                             for cls in filters.all_filters})
     filter_opts = []
+    seen = set()
     for cls in filters.all_filters:
         for opt in cls.enforcement_opts:
-            if opt not in filter_opts:
-                filter_opts.append(opt)
+            if opt.dest in seen:
+                continue
+            seen.add(opt.dest)
+            names = sorted(readers[('enforcement', opt.dest)])
+            documented = copy.copy(opt)
+            documented.help = (
+                '%s Read by %s only: unless [enforcement] enabled_filters '
+                'names %s, it does nothing.'
+                % ((opt.help or '').rstrip(), ' or '.join(names),
+                   'one of them' if len(names) > 1 else 'it'))
+            filter_opts.append(documented)
     return [(enforcement.GROUP, filter_opts)]
