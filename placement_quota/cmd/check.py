@@ -137,25 +137,33 @@ class _Check(common.Guarded, show.ShowOne):
 
 
 class CheckCreate(_Check):
-    """Would the chain allow this new lease? (check-create; a dry run
-    unless --record)"""
+    """Would the chain allow this new lease? (check-create, dry run)
+
+    Nothing is recorded unless --record: then a pending entry and its
+    charge, as the service does.
+    """
 
     kind = 'check-create'
     records = 'a pending entry and its charge'
 
 
 class CheckUpdate(_Check):
-    """Would the chain allow this update? (check-update; a dry run unless
-    --record)"""
+    """Would the chain allow this update? (check-update, dry run)
+
+    Nothing is recorded unless --record: then the lease's new state and
+    the change of its charge, as the service does.
+    """
 
     kind = 'check-update'
     records = 'the lease\'s new state and the change of its charge'
 
 
 class CheckEnd(_Check):
-    """What would an on-end notification do? (on-end; a dry run unless
-    --record, which closes the lease's entry and refunds its unused
-    part)"""
+    """Send an on-end notification through the chain (on-end, dry run).
+
+    Nothing is recorded unless --record: then the lease's entry is closed
+    now and the unused part of its charge refunded, as the service does.
+    """
 
     kind = 'on-end'
     records = 'the entry closed now and the unused part refunded'
