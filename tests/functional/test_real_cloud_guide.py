@@ -26,18 +26,22 @@ Keystone's catalog belongs to other tests too, so no Placement is
 registered in it.
 
 Not exercised: Nova (the ``reader`` role for flavors, ``admin`` for
-legacy quota sets) and the uWSGI files (their entry points are the ones
-``tests/functional/api/test_deployment_uwsgi.py`` runs under pyuwsgi).
+legacy quota sets), uWSGI running the guide's ini files (only the entry
+points they name are checked), and a Blazar calling the service with the
+guide's blazar.conf (its options are checked against stock Blazar's
+definitions).
 """
 
 import configparser
-import json
+import importlib
 import importlib.metadata
+import json
 import os
+import queue
 import re
-import select
 import subprocess
 import sys
+import threading
 import time
 
 import fixtures
@@ -147,22 +151,32 @@ def unknown_blazar_options(path):
 
 
 def read_line(process, contains, timeout=START_TIMEOUT):
-    """The first line of ``process``'s stdout containing ``contains``."""
+    """The first line of ``process``'s stdout containing ``contains``.
+
+    A daemon thread reads the lines (and keeps the pipe drained after)."""
+    lines = queue.Queue()
+
+    def drain():
+        for line in process.stdout:
+            lines.put(line)
+        lines.put(None)
+
+    threading.Thread(target=drain, daemon=True).start()
     deadline = time.monotonic() + timeout
     seen = []
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([process.stdout], [], [], 0.5)
-        if ready:
-            line = process.stdout.readline()
-            if not line and process.poll() is not None:
-                break
-            seen.append(line)
-            if contains in line:
-                return line
-        elif process.poll() is not None:
-            break
-    raise AssertionError('no line with %r within %ss; stdout: %s'
-                         % (contains, timeout, ''.join(seen)))
+    while True:
+        try:
+            line = lines.get(timeout=max(0, deadline - time.monotonic()))
+        except queue.Empty:
+            line = None
+        if line is None:
+            raise AssertionError('no line with %r within %ss (exit status '
+                                 '%s); stdout: %s' % (
+                                     contains, timeout, process.poll(),
+                                     ''.join(seen)))
+        seen.append(line)
+        if contains in line:
+            return line
 
 
 def placement_quota(*args):
@@ -186,7 +200,9 @@ class CloudOfTheGuide(fixtures.Fixture):
         self.blazar = ks.create_user(project.id, roles=())
         self.password = keystone.unique_name('pw')
         self.addCleanup(self._delete_our_user)
-        self.script = self._run_keystone_script()
+        # The Keystone commands run while the rest starts: nothing below
+        # needs their user before the first request to the service.
+        keystone_commands = self._start_keystone_script()
 
         conf = os.path.join(self.dir, 'placement.conf')
         with open(conf, 'w') as f:
@@ -221,16 +237,22 @@ class CloudOfTheGuide(fixtures.Fixture):
         serve = self._start('serve', 'serve', '--host', '127.0.0.1',
                             '--port', '0')
         listen = self._start('listen', 'listen')
+        if keystone_commands.wait(timeout=300):
+            out, err = (open(path).read()
+                        for path in keystone_commands.output_files)
+            raise RuntimeError('openstack %s failed (%d): %s' % (
+                out.strip(), keystone_commands.returncode, err))
         line = self._wait(serve, 'listening on')
         self.url = re.search(r'(http://127\.0\.0\.1:\d+)', line).group(1)
         self.listen_line = self._wait(listen, 'listening to Blazar')
 
-    def _run_keystone_script(self):
+    def _start_keystone_script(self):
         """Run the guide's script with ``sh``, its ``openstack`` commands
-        recorded by a shell function (the shell expands them), then run
-        them in order with the real openstackclient, in one process: one
-        import of the client instead of one per command (6 s each on a
-        busy CI machine)."""
+        recorded by a shell function (the shell expands them), then start
+        a process that runs them in order with the real openstackclient:
+        one import of the client instead of one per command (6 s each on
+        a busy CI machine). Returns that process (output to temp files:
+        its pipes are never full)."""
         ks = self.keystone
         recorded = os.path.join(self.dir, 'openstack-commands')
         env = dict(
@@ -256,13 +278,15 @@ class CloudOfTheGuide(fixtures.Fixture):
                         f.read().split('\0\n') if line]
         with open(recorded + '.json', 'w') as f:
             json.dump(commands, f)
-        run = subprocess.run(
-            [sys.executable, '-c', _RUN_OPENSTACK, recorded + '.json'],
-            env=env, capture_output=True, text=True, timeout=300)
-        if run.returncode:
-            raise RuntimeError('openstack %s failed (%d): %s' % (
-                run.stdout.strip(), run.returncode, run.stderr))
-        return commands
+        self.keystone_commands = commands
+        with open(recorded + '.out', 'w') as out, \
+                open(recorded + '.err', 'w') as err:
+            process = subprocess.Popen(
+                [sys.executable, '-c', _RUN_OPENSTACK, recorded + '.json'],
+                env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        self.addCleanup(processes.stop, process)
+        process.output_files = (recorded + '.out', recorded + '.err')
+        return process
 
     def _delete_our_user(self):
         identity = self.keystone.admin_conn.identity
@@ -411,6 +435,34 @@ class TestBlazarSnippet(testtools.TestCase):
                          conf.enforcement.enabled_filters)
         self.assertEqual(['messagingv2'],
                          conf.oslo_messaging_notifications.driver)
+
+
+class TestUWSGIFiles(testtools.TestCase):
+
+    def uwsgi_module(self, name):
+        parser = configparser.ConfigParser(interpolation=None)
+        parser.read(os.path.join(FILES, name))
+        return parser['uwsgi']['module']
+
+    def assertNamesAnApplication(self, module):
+        path, _, attribute = module.partition(':')
+        # Imported without building the app (no configuration here).
+        self.useFixture(fixtures.EnvironmentVariable(
+            'PLACEMENT_QUOTA_WSGI_NO_INIT', '1'))
+        self.assertTrue(hasattr(importlib.import_module(path), attribute),
+                        module)
+
+    def test_the_enforcement_uwsgi_file_names_its_wsgi_entry_point(self):
+        module = self.uwsgi_module('enforcement-uwsgi.ini')
+        self.assertEqual('placement_quota.api.enforcement.wsgi:application',
+                         module)
+        self.assertNamesAnApplication(module)
+
+    def test_the_admin_uwsgi_file_names_its_wsgi_entry_point(self):
+        module = self.uwsgi_module('admin-uwsgi.ini')
+        self.assertEqual('placement_quota.api.admin.wsgi:application',
+                         module)
+        self.assertNamesAnApplication(module)
 
 
 class TestGuideShowsItsFiles(testtools.TestCase):
