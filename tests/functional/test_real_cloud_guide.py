@@ -13,15 +13,16 @@
 (``doc/source/real-cloud.rst``, files in ``doc/examples/real-cloud/``),
 used as they are against real services on loopback.
 
-Once for the class: the guide's ``keystone-setup.sh`` runs with the real
-``openstack`` client against this process's Keystone (a ``service``
-project and a Blazar user are created first, as a cloud has them); a
-Placement checking Keystone tokens starts; the guide's
-``placement-quota.conf`` is rendered with its ``@NAME@`` placeholders
-replaced by those services, a fresh database on the suite's PostgreSQL
-and a vhost of the suite's RabbitMQ; ``placement-quota db sync`` runs on
-it, and ``placement-quota serve`` starts on it. The only option the test
-adds is ``[placement] endpoint_override`` (in a second file): the shared
+Once for the class: the guide's ``keystone-setup.sh`` runs with ``sh``
+and its ``openstack`` commands, as the shell expanded them, with the real
+openstackclient against this process's Keystone (a ``service`` project
+and a Blazar user are created first, as a cloud has them); a Placement
+checking Keystone tokens starts; the guide's ``placement-quota.conf`` is
+rendered with its ``@NAME@`` placeholders replaced by those services, a
+fresh database on the suite's PostgreSQL and a vhost of the suite's
+RabbitMQ; ``placement-quota --strict-config db sync`` runs on it, then
+``placement-quota serve`` and ``listen`` start on it. The only option the
+test adds is ``[placement] endpoint_override`` (in a second file): the shared
 Keystone's catalog belongs to other tests too, so no Placement is
 registered in it.
 
@@ -466,6 +467,15 @@ class TestUWSGIFiles(testtools.TestCase):
 
 
 class TestGuideShowsItsFiles(testtools.TestCase):
+
+    def test_the_guide_explains_every_placeholder_of_the_conf(self):
+        with open(GUIDE) as f:
+            guide = f.read()
+        with open(CONF_FILE) as f:
+            placeholders = set(PLACEHOLDER.findall(f.read()))
+        self.assertNotEqual(set(), placeholders)
+        self.assertEqual(set(), {p for p in placeholders
+                                 if '``%s``\n' % p not in guide})
 
     def test_the_guide_includes_every_file_of_its_directory(self):
         with open(GUIDE) as f:
