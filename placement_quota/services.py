@@ -149,7 +149,7 @@ class Services:
     @property
     def ledger(self):
         """The :class:`~placement_quota.ledger.store.Ledger` of
-        ``[ledger] connection`` (one engine for every filter)."""
+        ``[database] connection`` (one engine for every filter)."""
         return self._once('ledger',
                           lambda: store.Ledger.from_conf(self.conf))
 

@@ -58,7 +58,7 @@ PLACEMENT_EPILOG = (
     'credentials, or endpoint_override); the embedded one only with '
     '--embedded or [placement] embedded = true. ')
 LEDGER_EPILOG = (
-    'Ledger: [ledger] connection (default: SQLite in '
+    'Ledger: [database] connection (default: SQLite in '
     '$XDG_STATE_HOME/placement-quota; a SQLite file set there must be in '
     'an existing directory). ')
 VERBOSE_EPILOG = '-v logs which were used.'

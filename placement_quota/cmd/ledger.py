@@ -11,7 +11,7 @@
 # under the License.
 """Ledger commands: ``db sync``, ``credits add|list`` and ``usage show``.
 
-All of them use the database of ``[ledger] connection``.
+All of them use the database of ``[database] connection``.
 """
 
 import datetime

@@ -55,7 +55,7 @@ def _add_source_arguments(parser):
     parser.add_argument(
         '--with-accounts', action='store_true',
         help='With --limits-file: lay the accounts of the admin API (in '
-             'the ledger of [ledger] connection) over the file, as the '
+             'the ledger of [database] connection) over the file, as the '
              'service does with [limits] accounts.')
     parser.add_argument(
         '--usage-from', choices=('source', 'placement'), default='source',

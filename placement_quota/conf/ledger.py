@@ -223,7 +223,7 @@ def describe(conf):
     return '%s (%s)' % (shown, option or 'the default')
 
 
-def missing_directory(url, option='[ledger] connection'):
+def missing_directory(url, option='[database] connection'):
     """The error message when ``url`` (the value of ``option``) is a SQLite
     file whose directory does not exist and is not the default state
     directory (which is created), else None: a typo in the path must not

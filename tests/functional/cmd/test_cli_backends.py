@@ -40,7 +40,7 @@ class BackendTestCase(test_cli.CLITestCase):
 
     def conf(self, text, ledger=True):
         if ledger:
-            text += '[ledger]\nconnection = %s\n' % self.ledger
+            text += '[database]\nconnection = %s\n' % self.ledger
         return self.config(text)
 
     def assertOneLineFailure(self, result, needle):
@@ -82,7 +82,7 @@ class TestNoSilentPlacement(BackendTestCase):
         self.assertEqual(0, result.returncode, result.stderr)
         self.assertIn('Placement: the embedded Placement at http://127.0.0.1:',
                       result.stderr)
-        self.assertIn('Ledger: %s ([ledger] connection)' % self.ledger,
+        self.assertIn('Ledger: %s ([database] connection)' % self.ledger,
                       result.stderr)
 
     def test_embedded_together_with_a_cloud_placement_is_an_error(self):
@@ -102,7 +102,7 @@ class TestNoSilentPlacement(BackendTestCase):
         text = ' '.join(result.stdout.split())
         self.assertIn('--embedded', text)
         self.assertIn('Placement: [placement] of the configuration', text)
-        self.assertIn('Ledger: [ledger] connection', text)
+        self.assertIn('Ledger: [database] connection', text)
         self.assertIn('-v logs which were used', text)
 
 
@@ -112,7 +112,7 @@ class TestLedgerPath(BackendTestCase):
         missing = os.path.join(self.dir, 'nonexistent', 'dir')
         self.ledger = 'sqlite:///%s/ledger.sqlite' % missing
         result = run('--config-file', self.conf(''), 'credits', 'list', 'p')
-        self.assertOneLineFailure(result, '[ledger] connection %s'
+        self.assertOneLineFailure(result, '[database] connection %s'
                                   % self.ledger)
         self.assertIn('the directory %s does not exist' % missing,
                       result.stderr)
@@ -178,5 +178,5 @@ class TestServeNamesItsBackends(BackendTestCase):
         self.assertIn('Placement: the embedded Placement (SQLite in %s'
                       % os.path.join(tests.HOME, 'state', 'placement-quota'),
                       errors)
-        self.assertIn('Ledger: %s ([ledger] connection)' % self.ledger,
+        self.assertIn('Ledger: %s ([database] connection)' % self.ledger,
                       errors)

@@ -83,14 +83,14 @@ PLACEMENT_FAILURES = {
         '127.0.0.1:{closed_port}'),
 }
 
-#: ``[ledger] connection`` of each broken ledger, and what stderr says.
+#: ``[database] connection`` of each broken ledger, and what stderr says.
 LEDGER_FAILURES = {
     'unreachable_ledger': (
         'postgresql+psycopg2://pq:pq@127.0.0.1:{closed_port}/pq',
         '127.0.0.1'),
     'ledger_directory_missing': (
         'sqlite:///{dir}/no-such-dir/ledger.sqlite',
-        '[ledger] connection'),
+        '[database] connection'),
 }
 
 
@@ -130,7 +130,7 @@ class ExitCodeTestCase(testtools.TestCase):
         placement = self.useFixture(placement_fixtures.PlacementServer())
         self.seed_config = self._write('seed.conf', (
             '[placement]\nauth_type = admin_token\nendpoint = %s\n'
-            'token = admin\n[ledger]\nconnection = %s\n'
+            'token = admin\n[database]\nconnection = %s\n'
             % (placement.endpoint, self.ledger)))
         if not ExitCodeTestCase._seeded:
             self._seed(['account', 'set', 'source'],
@@ -158,7 +158,7 @@ class ExitCodeTestCase(testtools.TestCase):
     def run_with(self, argv, placement='', connection=None, extra=''):
         name = 'run-%s.conf' % uuid.uuid4().hex[:8]
         config = self._write(name, self._format(
-            placement + '[ledger]\nconnection = %s\n'
+            placement + '[database]\nconnection = %s\n'
             % (connection or self.ledger) + extra))
         return test_cli.command(*[self._format(a) for a in argv],
                                 config=config)
