@@ -43,7 +43,12 @@ def open_ledger(conf, migrate=None):
 
 
 class DbSync(common.Guarded, command.Command):
-    """Create or upgrade the ledger's tables (alembic) to this version."""
+    """Create or upgrade the ledger's tables (alembic) to this version.
+
+    It says what it did: created the ledger at the schema revision of
+    this version, upgraded it from one revision to another, or found it
+    already there.
+    """
 
     def get_parser(self, prog_name):
         return common.add_backend_arguments(
@@ -51,9 +56,15 @@ class DbSync(common.Guarded, command.Command):
 
     def take_action(self, parsed_args):
         ledger = open_ledger(main.config(self), migrate=True)
-        self.app.stdout.write('Ledger %s is at schema revision %s.\n'
-                              % (ledger.describe(),
-                                 ledger.current_revision()))
+        before, now = ledger.upgraded_from, ledger.current_revision()
+        if before is None:
+            said = 'Created the ledger %s at schema revision %s.'
+        elif before == now:
+            said = 'The ledger %s is already at schema revision %s.'
+        else:
+            said = ('Upgraded the ledger %%s from schema revision %s to %%s.'
+                    % before)
+        self.app.stdout.write(said % (ledger.describe(), now) + '\n')
         ledger.dispose()
 
 
