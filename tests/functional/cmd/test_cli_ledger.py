@@ -156,6 +156,25 @@ class TestUsageShow(LedgerCLITestCase):
         self.assertEqual(2, len(shown['leases']))
         self.assertIsNone(shown['credits'])
 
+    def test_without_dates_the_window_is_a_day_from_now_to_the_second(self):
+        before = datetime.datetime.utcnow().replace(microsecond=0)
+        result = self.run_cli('usage', 'show', 'p1', '-f', 'json')
+        self.assertEqual(0, result.returncode, result.stderr)
+        shown = json.loads(result.stdout)
+        start = datetime.datetime.fromisoformat(shown['window_start'])
+        end = datetime.datetime.fromisoformat(shown['window_end'])
+        self.assertNotIn('.', shown['window_start'] + shown['window_end'])
+        self.assertLessEqual(before, start)
+        self.assertEqual(datetime.timedelta(days=1), end - start)
+
+    def test_without_an_end_the_window_ends_with_the_last_lease(self):
+        self.record('p1', datetime.datetime(2030, 1, 1),
+                    datetime.datetime(2030, 1, 3), {accounting.HOSTS: 2})
+        result = self.run_cli('usage', 'show', 'p1', '-f', 'json')
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual('2030-01-03T00:00:00',
+                         json.loads(result.stdout)['window_end'])
+
     def test_table_says_the_credit_balance(self):
         self.run_cli('credits', 'add', 'p1', '--amount', '10')
         result = self.run_cli('usage', 'show', 'p1')
