@@ -15,3 +15,7 @@ if [ "${1:-}" = "--test" ]; then
     reqs+=(-r test-requirements.txt)
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "${reqs[@]}" -e .
+# What was installed, for tools/serve.sh (which installs again only when
+# this changes).
+cat setup.cfg setup.py requirements.txt | sha256sum | cut -d' ' -f1 \
+    >"$venv/.placement-quota-packaging"

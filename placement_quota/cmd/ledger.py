@@ -43,7 +43,12 @@ def open_ledger(conf, migrate=None):
 
 
 class DbSync(common.Guarded, command.Command):
-    """Create or upgrade the ledger's tables (alembic) to this version."""
+    """Create or upgrade the ledger's tables (alembic) to this version.
+
+    It says what it did: created the ledger at the schema revision of
+    this version, upgraded it from one revision to another, or found it
+    already there.
+    """
 
     def get_parser(self, prog_name):
         return common.add_backend_arguments(
@@ -51,9 +56,15 @@ class DbSync(common.Guarded, command.Command):
 
     def take_action(self, parsed_args):
         ledger = open_ledger(main.config(self), migrate=True)
-        self.app.stdout.write('Ledger %s is at schema revision %s.\n'
-                              % (ledger.describe(),
-                                 ledger.current_revision()))
+        before, now = ledger.upgraded_from, ledger.current_revision()
+        if before is None:
+            said = 'Created the ledger %s at schema revision %s.'
+        elif before == now:
+            said = 'The ledger %s is already at schema revision %s.'
+        else:
+            said = ('Upgraded the ledger %%s from schema revision %s to %%s.'
+                    % before)
+        self.app.stdout.write(said % (ledger.describe(), now) + '\n')
         ledger.dispose()
 
 
@@ -212,6 +223,10 @@ class CreditsList(common.Guarded, lister.Lister):
                 rows)
 
 
+#: The shortest window ``usage show`` looks at by default, from now.
+DEFAULT_WINDOW = datetime.timedelta(days=1)
+
+
 def usage_summary(txn, project_id, start, end):
     """The dict ``usage show`` prints: leases by state, the peak reserved
     amounts in ``[start, end)`` and the credit balance now."""
@@ -231,9 +246,7 @@ def usage_summary(txn, project_id, start, end):
                                  row.amounts or {})
                  for row in leases if row.state not in models.NOT_COUNTED]
     if end is None:
-        end = max([i.end for i in intervals] + [now])
-        if end <= start:
-            end = start + datetime.timedelta(seconds=1)
+        end = max([i.end for i in intervals] + [start + DEFAULT_WINDOW])
     peaks = window.peaks(intervals, start, end)
     allocation = txn.allocation(project_id, now)
     credits = None
@@ -244,8 +257,10 @@ def usage_summary(txn, project_id, start, end):
                    'balance': store.from_micro(allocation.amount - spent),
                    'start': _iso(allocation.start_date),
                    'end': _iso(allocation.end_date)}
-    return {'project': project_id, 'window_start': start.isoformat(),
-            'window_end': end.isoformat(), 'leases_by_state': states,
+    return {'project': project_id,
+            'window_start': start.isoformat(timespec='seconds'),
+            'window_end': end.isoformat(timespec='seconds'),
+            'leases_by_state': states,
             'peak_reserved': {r: p.as_dict() for r, p in
                               sorted(peaks.items())},
             'credits': credits, 'leases': listed}
@@ -263,13 +278,15 @@ class UsageShow(common.Guarded, show.ShowOne):
         parser.add_argument('project', help='Project ID.')
         parser.add_argument(
             '--start', metavar='DATE',
-            help='Window start for the peak: %s. Default: now.'
-            % common.DATE_FORMS)
+            help='Window start for the peak: %s. Default: now (to the '
+                 'second).' % common.DATE_FORMS)
         parser.add_argument(
             '--end', metavar='DATE',
             help='Window end, in the same forms (a bare date means its '
                  '00:00 UTC: the window stops as that day begins). '
-                 'Default: the end of the last lease.')
+                 'Default: the end of the project\'s last lease, and at '
+                 'least a day after the start: the peak of what the '
+                 'project holds from now on.')
         return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
@@ -277,7 +294,7 @@ class UsageShow(common.Guarded, show.ShowOne):
         start = common.parse_date(parsed_args.start, '--start')
         end = common.parse_date(parsed_args.end, '--end')
         with ledger.transaction() as txn:
-            start = start or txn.now
+            start = start or txn.now.replace(microsecond=0)
             if end is not None and end <= start:
                 main.fail('--end must be after the window start (%s)'
                           % start.isoformat())

@@ -24,6 +24,12 @@ from placement_quota.limits import sources
 from placement_quota import services
 
 
+#: The columns of the table without --long (or -c): what fits a terminal.
+TABLE_COLUMNS = ('group', 'host_hours', 'instance_hours', 'vcpu_hours',
+                 'credits_net', 'leases_created', 'leases_denied',
+                 'peak_hosts', 'peak_instances')
+
+
 class Report(common.Guarded, lister.Lister):
     """Reserved resource-hours, credits and lease counts over a period.
 
@@ -67,6 +73,15 @@ class Report(common.Guarded, lister.Lister):
                                  'matplotlib ("placement-quota[charts]").')
         parser.add_argument('--chart-data', metavar='FILE',
                             help='Also write the charted series as CSV.')
+        parser.add_argument('--long', action='store_true',
+                            help='Every column in the table (%d): credits '
+                                 'charged and refunded, the other '
+                                 'resource-hours, the filters that denied, '
+                                 'the peaks with their moments, the limits '
+                                 'and the peak shares. Without it the table '
+                                 'has %s; the other formats always have '
+                                 'every column, and -c picks any.'
+                            % (len(report.COLUMNS), ', '.join(TABLE_COLUMNS)))
         return common.add_backend_arguments(parser, placement=False)
 
     def take_action(self, parsed_args):
@@ -101,7 +116,12 @@ class Report(common.Guarded, lister.Lister):
             ledger.dispose()
         if charted:
             self._chart(parsed_args, points, start, end)
-        return report.COLUMNS, [row.as_tuple() for row in rows]
+        rows = [row.as_tuple() for row in rows]
+        if parsed_args.formatter == 'table' and not (
+                parsed_args.long or parsed_args.columns):
+            keep = [report.COLUMNS.index(c) for c in TABLE_COLUMNS]
+            return TABLE_COLUMNS, [tuple(r[i] for i in keep) for r in rows]
+        return report.COLUMNS, rows
 
     @staticmethod
     def _limit_of(connection, project_id, limits_now):

@@ -18,8 +18,12 @@ checks could not run.
 
 Ledger schema
     The ledger database is at the schema this code needs (alembic head).
-    Never changes it: a SQLite file that does not exist is a failure, not
-    a new database.
+    Never changes it: a SQLite file set in ``[database] connection`` that
+    does not exist is a failure, not a new database. The default SQLite
+    file (in the state directory), which serve and listen create when they
+    first need it, may not exist yet: a success when no enabled filter
+    keeps a ledger (serve on its default filters never creates it), else a
+    warning.
 Placement API
     The configured Placement answers, with microversion 1.29 or later (the
     oldest placement-quota negotiates). Without ``[placement]``: a warning,
@@ -42,6 +46,7 @@ import sqlalchemy
 from placement_quota import conf as pq_conf
 from placement_quota.conf import ledger as ledger_conf
 from placement_quota.conf import placement as placement_conf
+from placement_quota.filters import chain
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
 from placement_quota.ledger import store
@@ -79,12 +84,44 @@ class Checks(upgradecheck.UpgradeCommands):
         super().__init__()
         self.conf = conf
 
+    def _ledger_filters(self):
+        """The enabled filters that keep a ledger, or None when the
+        filters cannot be loaded."""
+        try:
+            classes = chain.available_filter_classes(self.conf)
+        except Exception:
+            return None
+        return [name for name in self.conf.enforcement.enabled_filters
+                if getattr(classes.get(name), 'uses_ledger', False)]
+
+    def _missing_default_ledger(self, path):
+        """The result for the default SQLite ledger when its file does not
+        exist: the services create it when they first need it."""
+        using = self._ledger_filters()
+        if using == []:
+            return Result(Code.SUCCESS, 'No ledger database at %s yet: no '
+                                        'filter of [enforcement] '
+                                        'enabled_filters keeps one; serve '
+                                        'and listen create it at this '
+                                        'schema when they first need it.'
+                          % path)
+        return Result(Code.WARNING, 'No ledger database at %s (the default '
+                                    'SQLite ledger, in the state directory '
+                                    'of the user running this check): serve '
+                                    'and listen create it when they start. '
+                                    'If the services run as another user, '
+                                    'give this check their [database] '
+                                    'connection.' % path)
+
     def _check_ledger(self):
-        url = ledger_conf.connection(self.conf).url
+        url, option = ledger_conf.connection(self.conf)
         path = _sqlite_file(url)
         if path is not None and not os.path.exists(path):
-            return Result(Code.FAILURE, 'No ledger database at %s: run '
-                                        '"placement-quota db sync".' % path)
+            if option is None:
+                return self._missing_default_ledger(path)
+            return Result(Code.FAILURE, 'No ledger database at %s (%s): run '
+                                        '"placement-quota db sync".'
+                          % (path, option))
         try:
             ledger = store.Ledger.from_conf(self.conf, migrate=False)
         except Exception as exc:

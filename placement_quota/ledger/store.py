@@ -89,6 +89,9 @@ class Ledger:
         self._deadline = (engine.statement_deadline(statement_timeout,
                                                     lock_timeout)
                           if self.dialect == 'postgresql' else 0)
+        #: The schema revision :meth:`upgrade` found (None: no tables, or
+        #: not upgraded).
+        self.upgraded_from = None
         if migrate is None:
             migrate = self.dialect == 'sqlite'
         if migrate:
@@ -125,8 +128,10 @@ class Ledger:
     # --- migrations -----------------------------------------------------
 
     def upgrade(self, revision='head'):
-        """Bring the schema to ``revision`` (alembic)."""
+        """Bring the schema to ``revision`` (alembic); :attr:`upgraded_from`
+        is the revision it was at before (None: no tables)."""
         try:
+            self.upgraded_from = self.current_revision()
             with self.engine.connect() as connection:
                 # A migration may take long: no statement timeout.
                 connection = connection.execution_options(

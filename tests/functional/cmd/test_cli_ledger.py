@@ -16,7 +16,9 @@ import datetime
 import json
 import os
 
+import alembic.command
 import alembic.script
+import sqlalchemy as sa
 
 from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import models
@@ -53,17 +55,33 @@ class LedgerCLITestCase(CLITestCase):
 
 class TestDbSync(LedgerCLITestCase):
 
-    def test_sync_creates_the_tables_at_the_head_revision(self):
+    @staticmethod
+    def head():
+        return alembic.script.ScriptDirectory.from_config(
+            store._alembic_config(None)).get_current_head()
+
+    def test_sync_says_it_created_the_ledger_at_the_head_revision(self):
         result = self.run_cli('db', 'sync')
         self.assertEqual(0, result.returncode, result.stderr)
-        head = alembic.script.ScriptDirectory.from_config(
-            store._alembic_config(None)).get_current_head()
-        self.assertIn('is at schema revision %s' % head, result.stdout)
+        self.assertEqual('Created the ledger %s at schema revision %s.\n'
+                         % (self.url, self.head()), result.stdout)
 
-    def test_sync_twice_changes_nothing(self):
+    def test_sync_twice_says_the_ledger_is_already_at_the_head(self):
         self.run_cli('db', 'sync')
         result = self.run_cli('db', 'sync')
         self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual('The ledger %s is already at schema revision %s.\n'
+                         % (self.url, self.head()), result.stdout)
+
+    def test_sync_says_from_which_revision_it_upgraded(self):
+        engine = sa.create_engine(self.url)
+        self.addCleanup(engine.dispose)
+        with engine.begin() as connection:
+            alembic.command.upgrade(store._alembic_config(connection), '0002')
+        result = self.run_cli('db', 'sync')
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual('Upgraded the ledger %s from schema revision 0002 '
+                         'to %s.\n' % (self.url, self.head()), result.stdout)
 
     def test_a_bad_connection_url_is_a_clear_error(self):
         conf = self.config('[ledger]\nconnection = nodb://x\n')
@@ -137,6 +155,25 @@ class TestUsageShow(LedgerCLITestCase):
         self.assertEqual(2, shown['leases_by_state']['pending'])
         self.assertEqual(2, len(shown['leases']))
         self.assertIsNone(shown['credits'])
+
+    def test_without_dates_the_window_is_a_day_from_now_to_the_second(self):
+        before = datetime.datetime.utcnow().replace(microsecond=0)
+        result = self.run_cli('usage', 'show', 'p1', '-f', 'json')
+        self.assertEqual(0, result.returncode, result.stderr)
+        shown = json.loads(result.stdout)
+        start = datetime.datetime.fromisoformat(shown['window_start'])
+        end = datetime.datetime.fromisoformat(shown['window_end'])
+        self.assertNotIn('.', shown['window_start'] + shown['window_end'])
+        self.assertLessEqual(before, start)
+        self.assertEqual(datetime.timedelta(days=1), end - start)
+
+    def test_without_an_end_the_window_ends_with_the_last_lease(self):
+        self.record('p1', datetime.datetime(2030, 1, 1),
+                    datetime.datetime(2030, 1, 3), {accounting.HOSTS: 2})
+        result = self.run_cli('usage', 'show', 'p1', '-f', 'json')
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual('2030-01-03T00:00:00',
+                         json.loads(result.stdout)['window_end'])
 
     def test_table_says_the_credit_balance(self):
         self.run_cli('credits', 'add', 'p1', '--amount', '10')

@@ -20,8 +20,10 @@ import os
 import struct
 
 from placement_quota.accounts import store as accounts_store
+from placement_quota.cmd import report as report_cmd
 from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import models
+from placement_quota.ledger import report
 from placement_quota.ledger import store
 from tests.functional.cmd import test_cli
 
@@ -89,6 +91,18 @@ class TestReport(ReportLedger):
         rows = list(csv.DictReader(io.StringIO(result.stdout)))
         self.assertEqual([('total', '168.0')],
                          [(r['group'], r['host_hours']) for r in rows])
+
+    def table_header(self, *args):
+        result = self.report(*args)
+        self.assertEqual(0, result.returncode, result.stderr)
+        header = result.stdout.splitlines()[1]
+        return tuple(cell.strip() for cell in header.strip('|').split('|'))
+
+    def test_the_table_has_the_essential_columns(self):
+        self.assertEqual(report_cmd.TABLE_COLUMNS, self.table_header())
+
+    def test_long_puts_every_column_in_the_table(self):
+        self.assertEqual(report.COLUMNS, self.table_header('--long'))
 
     def test_an_unknown_account_is_a_clean_error(self):
         result = self.report('--account', 'nobody')

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 import testtools
 
 from placement_quota.cmd import status
+from placement_quota import conf as pq_conf
 from placement_quota.ledger import store
 from tests.fixtures import placement as placement_fixture
 from tests.fixtures import process
@@ -144,3 +145,82 @@ class TestUpgradeCheck(UpgradeCheckTestCase):
         self.assertEqual(2, result.returncode, result.stderr)
         self.assertIn('No ledger database at', result.stdout)
         self.assertNotIn('Traceback', result.stdout + result.stderr)
+
+
+class TestDefaultLedger(testtools.TestCase):
+    """The default SQLite ledger (in the state directory), which serve and
+    listen create when they first need it."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.path = os.path.join(self.dir, 'ledger.sqlite')
+
+    def check_ledger(self, enabled_filters):
+        conf = pq_conf.new_config([], [])
+        conf.set_default('connection', 'sqlite:///%s' % self.path,
+                         group='database')
+        conf.set_override('enabled_filters', enabled_filters,
+                          group='enforcement')
+        return status.Checks(conf)._check_ledger()
+
+    def test_missing_and_used_by_no_enabled_filter_passes(self):
+        result = self.check_ledger(['MaximumReservationLengthFilter'])
+        self.assertEqual(status.Code.SUCCESS, result.code, result.details)
+        self.assertIn('no filter of [enforcement] enabled_filters keeps one',
+                      result.details)
+        self.assertFalse(os.path.exists(self.path))
+
+    def test_missing_and_used_by_an_enabled_filter_is_a_warning(self):
+        result = self.check_ledger(['LeaseCountFilter'])
+        self.assertEqual(status.Code.WARNING, result.code, result.details)
+        self.assertIn('No ledger database at %s' % self.path, result.details)
+        self.assertFalse(os.path.exists(self.path))
+
+
+class TestAfterServe(testtools.TestCase):
+    """``placement-quota serve`` then ``placement-quota-status upgrade
+    check``, as an operator runs them, on the default ledger of a HOME of
+    their own."""
+
+    def setUp(self):
+        super().setUp()
+        home = self.useFixture(fixtures.TempDir()).path
+        self.env = dict(os.environ, HOME=home,
+                        XDG_STATE_HOME=os.path.join(home, 'state'),
+                        XDG_CONFIG_HOME=os.path.join(home, 'config'),
+                        XDG_CACHE_HOME=os.path.join(home, 'cache'))
+        self.config = os.path.join(home, 'placement-quota.conf')
+
+    def serve_then_check(self, enforcement):
+        """Serve (until its banner) with ``enforcement`` as its
+        [enforcement] section, stop it; the table of the upgrade check."""
+        with open(self.config, 'w') as f:
+            f.write('[enforcement]\n%s\n' % enforcement)
+        serve = subprocess.Popen(
+            [sys.executable, '-m', 'placement_quota.cmd.main',
+             '--config-file', self.config, 'serve', '--port', '0'],
+            env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True)
+        self.addCleanup(serve.stdout.close)
+        self.addCleanup(process.stop, serve, 60)
+        self.assertIn('listening on', serve.stdout.readline())
+        process.stop(serve, 60)
+        result = subprocess.run(
+            [os.path.join(os.path.dirname(sys.executable),
+                          'placement-quota-status'),
+             '--config-file', self.config, 'upgrade', 'check'],
+            env=self.env, capture_output=True, text=True, timeout=60)
+        self.assertNotIn('Traceback', result.stdout + result.stderr)
+        return ' '.join(result.stdout.replace('|', ' ').split())
+
+    def test_the_ledger_serve_migrated_passes(self):
+        output = self.serve_then_check('enabled_filters = LeaseCountFilter')
+        self.assertIn('Check: Ledger schema Result: Success', output)
+        self.assertIn('is at schema revision', output)
+
+    def test_serve_on_its_default_filters_leaves_a_passing_ledger_check(self):
+        output = self.serve_then_check('')
+        self.assertIn('Check: Ledger schema Result: Success', output)
+        self.assertIn('no filter of [enforcement] enabled_filters keeps one',
+                      output)
