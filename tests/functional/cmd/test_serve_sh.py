@@ -76,7 +76,8 @@ class TestServeSh(testtools.TestCase):
         config = os.path.join(self.dir, 'placement-quota.conf')
         with open(config, 'w') as f:
             f.write('[enforcement]\n'
-                    'enabled_filters = MaximumReservationLengthFilter\n')
+                    'enabled_filters = MaximumReservationLengthFilter\n'
+                    'reservation_max_length = 86400\n')
         serve = subprocess.Popen(
             [SERVE_SH, '--config-file', config, '--port', '0'],
             env=self.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
