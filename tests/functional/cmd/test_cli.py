@@ -173,6 +173,15 @@ class TestFilterList(CLITestCase):
                           'ProjectTreeLimitFilter': '',
                           'UserLimitFilter': ''}, rows)
 
+    def test_describes_each_filter_by_its_docstrings_first_line(self):
+        result = command('filter', 'list', '-f', 'json', '-c', 'Name',
+                         '-c', 'Description')
+        self.assertEqual(0, result.returncode, result.stderr)
+        rows = {r['Name']: r['Description']
+                for r in json.loads(result.stdout)}
+        self.assertEqual('Deny a new lease when the project already holds '
+                         'the maximum.', rows['LeaseCountFilter'])
+
 
 class ServeProcesses:
     """Starts ``placement-quota serve`` subprocesses (stopped at
