@@ -322,7 +322,7 @@ class Serve(common.Guarded, command.Command):
         # The filters live in the workers: their names only (the first
         # worker warned about those that cannot deny).
         self._banner(conf, ', '.join(conf.enforcement.enabled_filters) or
-                     'none (every lease is allowed)', host,
+                     no_ops.NO_FILTER, host,
                      wsgi_server.url(host, port), admin_url, count)
         pool.supervise()
         return 0

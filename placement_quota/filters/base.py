@@ -102,6 +102,13 @@ class BaseFilter(metaclass=abc.ABCMeta):
         nothing."""
         return None
 
+    def any_option_set(self):
+        """Whether any of this filter's ``enforcement_opts`` has a value
+        other than 0 or empty (for a filter whose options are limits, 0
+        meaning none: it sets a limit)."""
+        return any(getattr(self.conf.enforcement, opt.dest)
+                   for opt in self.enforcement_opts)
+
     def deny(self, message):
         """Return the denial to raise, labelled with this filter's name."""
         return EnforcementDenied(message, filter_name=self.name)

@@ -31,6 +31,9 @@ from oslo_config import cfg
 #: (``[enforcement_external]``: ExternalServiceFilter's).
 FILTER_GROUPS = {'enforcement_external': 'ExternalServiceFilter'}
 
+#: What the banner says of a chain without filters.
+NO_FILTER = 'none (every lease is allowed)'
+
 
 def owners(available):
     """``{(group, option): {filter names that read it}}`` of the
@@ -103,10 +106,11 @@ def warnings(conf, available, filters):
     """One sentence per option that does nothing and per enabled filter
     that cannot act, for the start of a command."""
     lines = option_warnings(conf, available, [f.name for f in filters])
-    for name, why in inert_filters(filters):
+    inert = inert_filters(filters)
+    for name, why in inert:
         lines.append('Enforcement filter %s is enabled but can never deny '
                      'a lease: %s.' % (name, why))
-    if filters and len(inert_filters(filters)) == len(filters):
+    if filters and len(inert) == len(filters):
         lines.append('No enabled enforcement filter can deny a lease: the '
                      'chain allows everything.')
     return lines
@@ -116,7 +120,7 @@ def summary(filters):
     """What the chain enforces, for the start banner: each filter's name,
     and ``(inert)`` after one that can never deny."""
     if not filters:
-        return 'none (every lease is allowed)'
+        return NO_FILTER
     inert = {name for name, _ in inert_filters(filters)}
     text = ', '.join('%s%s' % (f.name, ' (inert)' if f.name in inert else '')
                      for f in filters)

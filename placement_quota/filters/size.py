@@ -61,8 +61,7 @@ class ReservationSizeFilter(base.BaseFilter):
     ]
 
     def inert(self):
-        if any(getattr(self.conf.enforcement, opt.dest)
-               for opt in self.enforcement_opts):
+        if self.any_option_set():
             return None
         return ('it sets no limit (every [enforcement] max_*_per_reservation '
                 'and max_*_per_lease option is 0)')

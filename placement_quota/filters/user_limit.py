@@ -66,8 +66,7 @@ class UserLimitFilter(ledger_base.LedgerFilter):
     ]
 
     def inert(self):
-        if any(getattr(self.conf.enforcement, opt.dest)
-               for opt in self.enforcement_opts):
+        if self.any_option_set():
             return None
         return ('it sets no limit ([enforcement] max_leases_per_user, '
                 'max_hosts_per_user and max_instances_per_user are 0)')
