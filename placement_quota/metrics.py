@@ -66,6 +66,13 @@ ADMISSIONS = prometheus_client.Counter(
     'Ledger admissions (one per decision of a chain with ledger filters), '
     'by outcome (recorded, denied, failed).',
     ['outcome'])
+CONFLICTS = prometheus_client.Counter(
+    'placement_quota_ledger_conflicts',
+    'Ledger admissions the database rolled back because a competing '
+    'transaction wrote the same rows (a deadlock; on Galera, a '
+    'certification conflict), by what followed (retried, or given_up: '
+    'answered 503 after [ledger] conflict_attempts).',
+    ['outcome'])
 LOCK_WAIT_SECONDS = prometheus_client.Histogram(
     'placement_quota_ledger_lock_wait_seconds',
     'Time from opening an admission\'s transaction to holding its ledger '

@@ -24,6 +24,15 @@ Ledger schema
     first need it, may not exist yet: a success when no enabled filter
     keeps a ledger (serve on its default filters never creates it), else a
     warning.
+Ledger on Galera
+    When the ledger is on MySQL/MariaDB and that is a Galera node: the node
+    is Primary, Synced and ready (else a failure: no admission, and no
+    ``db sync``, now), ``binlog_format`` is ``ROW`` (else a failure), and
+    a warning for what loses data or admissions: an
+    ``innodb_flush_log_at_trx_commit`` other than 1, ``wsrep_sync_wait`` 0
+    on the ledger's connections, fewer than three nodes
+    (:mod:`placement_quota.ledger.db.galera`). Any other database: a
+    success that says it is no Galera cluster.
 Placement API
     The configured Placement answers, with microversion 1.29 or later (the
     oldest placement-quota negotiates). Without ``[placement]``: a warning,
@@ -49,6 +58,8 @@ from placement_quota.conf import placement as placement_conf
 from placement_quota.filters import chain
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
+from placement_quota.ledger.db import engine as ledger_engine
+from placement_quota.ledger.db import galera
 from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from placement_quota.reconcile import readers
@@ -133,6 +144,42 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(Code.SUCCESS, 'The ledger at %s is at schema revision '
                                     '%s.' % (ledger.describe(), revision))
 
+    def _check_galera(self):
+        url, option = ledger_conf.connection(self.conf)
+        try:
+            backend = sqlalchemy.engine.make_url(url).get_backend_name()
+        except sqlalchemy.exc.ArgumentError:
+            backend = None
+        if backend not in ledger_engine.MYSQL:
+            return Result(Code.SUCCESS, 'Not a Galera cluster: the ledger '
+                                        'is on %s.' % (backend or url))
+        group = self.conf.ledger
+        try:
+            engine = ledger_engine.create_engine(
+                url, group.lock_timeout, 1, group.connect_timeout,
+                group.statement_timeout,
+                database=ledger_conf.database_options(self.conf))
+            try:
+                with engine.connect() as connection:
+                    node = galera.read(connection)
+            finally:
+                engine.dispose()
+        except Exception as exc:
+            return Result(Code.FAILURE, 'Cannot read the state of the '
+                                        'ledger database: %s'
+                          % _first_line(exc))
+        if node is None:
+            return Result(Code.SUCCESS, 'Not a Galera cluster (wsrep_on is '
+                                        'off).')
+        found = galera.findings(node)
+        if not found:
+            return Result(Code.SUCCESS, 'The ledger is on %s; nothing loses '
+                                        'data or admissions.'
+                          % galera.describe(node))
+        code = (Code.FAILURE if found[0][0] == galera.FAILURE
+                else Code.WARNING)
+        return Result(code, ' '.join(message for _, message in found))
+
     def _check_placement(self):
         kind = placement_conf.configured(self.conf)
         if kind in (None, 'embedded'):
@@ -194,6 +241,7 @@ class Checks(upgradecheck.UpgradeCommands):
 
     _upgrade_checks = (
         ('Ledger schema', _check_ledger),
+        ('Ledger on Galera', _check_galera),
         ('Placement API', _check_placement),
         ('Keystone limits', _check_keystone_limits),
         ('Blazar API', _check_blazar),

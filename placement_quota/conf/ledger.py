@@ -93,6 +93,15 @@ opts = [
              'Migrations ("db sync") run without it. Not used with '
              'SQLite.'),
     cfg.IntOpt(
+        'conflict_attempts', default=5, min=1,
+        help='How many times in all an admission is run when a competing '
+             'transaction wrote the same ledger rows and the database '
+             'rolled it back (MySQL/MariaDB: a deadlock; Galera: a '
+             'certification conflict at commit or a brute-force abort). '
+             'Each attempt reads the ledger again and decides again, after '
+             'a short random pause that grows with each attempt; after the '
+             'last, the request answers 503. 1: never run again.'),
+    cfg.IntOpt(
         'pool_size', default=10, min=1,
         help='Database connections kept per service process (not used '
              'with SQLite).'),

@@ -29,10 +29,19 @@ together, from ``(services, filters, kind, context, lease)``:
 
 2. :func:`run`: the ledger admission
    (:func:`placement_quota.ledger.admission.admit`): one transaction
-   holding those locks, handed to the caller's block, which runs the
-   filters' ``check`` (or ``end``) on it; the entry is recorded once the
-   block returns. The ledger's own refusals (an update of an ended lease)
-   become a denial labelled ``ledger``.
+   holding those locks, handed to the caller's ``decide``, which runs the
+   filters' ``check`` (or ``end``) on it; the entry is recorded once
+   ``decide`` returns. The ledger's own refusals (an update of an ended
+   lease) become a denial labelled ``ledger``.
+
+   When the database rolls the transaction back because a competing one
+   wrote the same rows (:class:`~placement_quota.ledger.errors.
+   LedgerConflict`: a deadlock; on Galera, a certification conflict at
+   COMMIT or a brute-force abort at any statement), nothing of it was
+   kept, and the admission is run again whole -- locks, ledger reads and
+   ``decide`` -- after a short random pause, at most ``[ledger]
+   conflict_attempts`` times in all; the last conflict is a 503. What the
+   plan read before the locks is kept: it was read without them anyway.
 
 :func:`admit` is both. The :class:`~placement_quota.filters.chain.
 FilterChain` admits its ledger filters together; a filter run alone
@@ -49,16 +58,21 @@ the filter's name; alone, errors pass as they are.
 import contextlib
 import dataclasses
 import functools
+import time
 import typing
 
 from oslo_log import log as logging
 
 from placement_quota import concurrency
+from placement_quota import errors as pq_errors
 from placement_quota.filters import base
 from placement_quota.lease import amounts as accounting
 from placement_quota.lease import flavor_rules
 from placement_quota.lease import model as lease_model
 from placement_quota.ledger import admission as admission_mod
+from placement_quota.ledger.db import engine as ledger_engine
+from placement_quota.ledger import errors as ledger_errors
+from placement_quota import metrics
 from placement_quota.nova import flavors as flavors_mod
 
 LOG = logging.getLogger(__name__)
@@ -227,27 +241,60 @@ def ledger_denials():
             from None
 
 
-@contextlib.contextmanager
-def run(services, found, kind, context, lease, current_lease=None,
+def conflict(exc):
+    """The :class:`~placement_quota.ledger.errors.LedgerConflict` that
+    ``exc`` is or was raised from, or None: the admission may then be
+    run again (nothing of it was kept)."""
+    for error in pq_errors.causes(exc):
+        if isinstance(error, ledger_errors.LedgerConflict):
+            return error
+    return None
+
+
+def run(services, found, kind, context, lease, decide, current_lease=None,
         record=True):
     """The ledger admission of the :class:`Plan` ``found``: one locked
     transaction (an :class:`~placement_quota.ledger.admission.Admission`)
-    for the block; the entry is recorded when it returns normally (with
-    ``record=False``, a dry run, the transaction is rolled back)."""
+    handed to ``decide(admission)``, which raises to deny; the entry is
+    recorded when it returns (with ``record=False``, a dry run, the
+    transaction is rolled back). A conflict runs it all again (see the
+    module's docstring), ``decide`` included."""
     host_resources = found.hosts.get()
-    with ledger_denials():
-        with admission_mod.admit(
-                services.ledger, kind, context, lease, current_lease,
-                found.locks, host_resources, found.prepared,
-                found.flavors, record=record) as adm:
-            yield adm
+    attempts = max(1, getattr(services.ledger, 'conflict_attempts', 1))
+    for attempt in range(1, attempts + 1):
+        try:
+            with ledger_denials():
+                with admission_mod.admit(
+                        services.ledger, kind, context, lease,
+                        current_lease, found.locks, host_resources,
+                        found.prepared, found.flavors,
+                        record=record) as adm:
+                    decide(adm)
+            return
+        except Exception as exc:
+            found_conflict = conflict(exc)
+            if found_conflict is None:
+                raise
+            if attempt == attempts:
+                metrics.CONFLICTS.labels('given_up').inc()
+                raise ledger_errors.LedgerConflict(
+                    'The %s of project %s conflicted with competing '
+                    'admissions %d times in a row ([ledger] '
+                    'conflict_attempts); try again later.'
+                    % (kind, context.project_id, attempts)) from exc
+            metrics.CONFLICTS.labels('retried').inc()
+            pause = ledger_engine.conflict_pause(attempt)
+            LOG.info('The %s of project %s conflicted with a competing '
+                     'admission (attempt %d of %d: %s); running it again '
+                     'in %.2f s.', kind, context.project_id, attempt,
+                     attempts, found_conflict, pause)
+            time.sleep(pause)
 
 
-@contextlib.contextmanager
-def admit(services, filters, kind, context, lease, current_lease=None,
-          guard=unguarded, record=True):
-    """:func:`plan`, then :func:`run`: the admission of ``filters``."""
+def admit(services, filters, kind, context, lease, decide,
+          current_lease=None, guard=unguarded, record=True):
+    """:func:`plan`, then :func:`run`: the admission of ``filters``,
+    decided by ``decide(admission)``."""
     found = plan(services, filters, kind, context, lease, guard)
-    with run(services, found, kind, context, lease, current_lease,
-             record) as adm:
-        yield adm
+    run(services, found, kind, context, lease, decide, current_lease,
+        record)

@@ -288,15 +288,26 @@ class FilterChain:
             return True
         return False
 
-    def _run(self, method, context, leases, adm):
+    def _run(self, method, context, leases, adm, allowed=None):
         """Each filter's ``method`` in order (the ledger filters'
-        ``check`` on the admission ``adm``): the first denial stops."""
+        ``check`` on the admission ``adm``): the first denial stops.
+
+        ``allowed`` (a set kept across the attempts of one admission) holds
+        the filters that do not use the ledger and allowed the lease
+        already: an admission run again after a conflict does not ask them
+        again (their answer does not depend on the ledger, and asking may
+        change something elsewhere). A conflict passes as it is, to be
+        run again."""
         for filter_ in self._asked():
+            if allowed is not None and filter_ in allowed:
+                continue
             try:
                 if adm is not None and admit_mod.uses_ledger(filter_):
                     filter_.check(adm)
                 else:
                     getattr(filter_, method)(context, *leases)
+                    if allowed is not None:
+                        allowed.add(filter_)
             except base.EnforcementDenied as denial:
                 denial.filter_name = denial.filter_name or filter_.name
                 LOG.info('%s denied %s for project %s: %s', filter_.name,
@@ -305,6 +316,8 @@ class FilterChain:
             except (lease_model.PayloadError, ServiceUnavailable):
                 raise
             except Exception as exc:
+                if admit_mod.conflict(exc) is not None:
+                    raise   # the admission runs again
                 unavailable = ServiceUnavailable.of(exc)
                 if unavailable is not None:
                     LOG.error('Enforcement filter %s gave %s of project %s '
@@ -315,20 +328,20 @@ class FilterChain:
                               filter_.name, method)
                 raise FilterError(filter_.name, exc) from exc
 
-    @contextlib.contextmanager
-    def _admission(self, kind, context, lease, current_lease=None):
-        """One ledger admission around the whole chain, when a filter uses
-        the ledger: the filters decide on one locked view, and the lease is
-        recorded once, after all of them allowed it."""
+    def _admission(self, kind, context, lease, decide, current_lease=None):
+        """``decide(admission)`` in one ledger admission around the whole
+        chain, when a filter uses the ledger (else ``decide(None)``): the
+        filters decide on one locked view, and the lease is recorded once,
+        after all of them allowed it. A conflict runs ``decide`` again
+        (:func:`~placement_quota.filters.admit.run`)."""
         if not self.ledger_filters:
-            yield None
+            decide(None)
             return
         plan = admit_mod.plan(self.services, self.ledger_filters, kind,
                               context, lease, guard=self._guard)
         try:
-            with admit_mod.run(self.services, plan, kind, context, lease,
-                               current_lease, self.record) as adm:
-                yield adm
+            admit_mod.run(self.services, plan, kind, context, lease, decide,
+                          current_lease, self.record)
             if self.record:
                 metrics.ADMISSIONS.labels('recorded').inc()
         except (base.EnforcementDenied, lease_model.PayloadError):
@@ -384,10 +397,12 @@ class FilterChain:
         lease = lease_model.Lease.coerce(lease)
         if self._exempt(context):
             return
+        allowed = set()
         try:
-            with self._admission(admission_mod.CHECK_CREATE, context,
-                                 lease) as adm:
-                self._run('check_create', context, (lease,), adm)
+            self._admission(
+                admission_mod.CHECK_CREATE, context, lease,
+                lambda adm: self._run('check_create', context, (lease,),
+                                      adm, allowed))
         except base.EnforcementDenied as denial:
             if self.ledger_filters and self.record:
                 admission_mod.record_denied(
@@ -402,31 +417,43 @@ class FilterChain:
         lease = lease_model.Lease.coerce(lease)
         if self._exempt(context):
             return
-        with self._admission(admission_mod.CHECK_UPDATE, context, lease,
-                             current_lease) as adm:
-            self._run('check_update', context, (current_lease, lease), adm)
+        allowed = set()
+        self._admission(
+            admission_mod.CHECK_UPDATE, context, lease,
+            lambda adm: self._run('check_update', context,
+                                  (current_lease, lease), adm, allowed),
+            current_lease)
 
     def on_end(self, context, lease):
         context = lease_model.Context.coerce(context)
         lease = lease_model.Lease.coerce(lease)
         if self._exempt(context):
             return
+        told = set()
         try:
-            with self._admission(admission_mod.ON_END, context,
-                                 lease) as adm:
-                self._notify_end(context, lease, adm)
+            self._admission(
+                admission_mod.ON_END, context, lease,
+                lambda adm: self._notify_end(context, lease, adm, told))
         except (FilterError, ServiceUnavailable):
             LOG.error('The ledger could not close the lease of project %s; '
                       'the lease ends anyway.', context.project_id)
 
-    def _notify_end(self, context, lease, adm):
+    def _notify_end(self, context, lease, adm, told):
+        """Each filter's end (the ledger filters' ``end`` on ``adm``);
+        ``told`` (kept across the attempts of one admission) holds the
+        other filters already told, which a re-run does not tell again."""
         for filter_ in self._asked():
+            if filter_ in told:
+                continue
             try:
                 if adm is not None and admit_mod.uses_ledger(filter_):
                     filter_.end(adm)
                 else:
                     filter_.on_end(context, lease)
-            except Exception:
+                    told.add(filter_)
+            except Exception as exc:
+                if admit_mod.conflict(exc) is not None:
+                    raise   # the admission runs again
                 LOG.exception('Enforcement filter %s failed in on_end for '
                               'project %s; the lease ends anyway.',
                               filter_.name, context.project_id)

@@ -110,25 +110,21 @@ class LedgerFilter(base.BaseFilter):
     def end(self, admission):
         """The lease ends (the entry is closed after every filter)."""
 
-    def _admit(self, kind, context, lease, current_lease=None):
-        """This filter's admission alone (a chain admits its filters
-        together, and calls :meth:`check` and :meth:`end` itself)."""
-        return admit_mod.admit(self.services, [self], kind,
-                               self.context(context), lease, current_lease)
+    def _admit(self, kind, context, lease, decide, current_lease=None):
+        """This filter's admission alone, decided by ``decide`` (a chain
+        admits its filters together, and calls :meth:`check` and
+        :meth:`end` itself)."""
+        admit_mod.admit(self.services, [self], kind, self.context(context),
+                        lease, decide, current_lease)
 
     def check_create(self, context, lease):
-        lease = self.lease(lease)
-        with self._admit(admit_mod.CHECK_CREATE, context, lease) as adm:
-            self.check(adm)
+        self._admit(admit_mod.CHECK_CREATE, context, self.lease(lease),
+                    self.check)
 
     def check_update(self, context, current_lease, lease):
         current_lease = self.lease(current_lease, 'current_lease')
-        lease = self.lease(lease)
-        with self._admit(admit_mod.CHECK_UPDATE, context, lease,
-                         current_lease) as adm:
-            self.check(adm)
+        self._admit(admit_mod.CHECK_UPDATE, context, self.lease(lease),
+                    self.check, current_lease)
 
     def on_end(self, context, lease):
-        lease = self.lease(lease)
-        with self._admit(admit_mod.ON_END, context, lease) as adm:
-            self.end(adm)
+        self._admit(admit_mod.ON_END, context, self.lease(lease), self.end)

@@ -35,3 +35,14 @@ class LedgerUnavailable(LedgerError, pq_errors.DependencyUnavailable):
 
 class LockTimeout(LedgerUnavailable):
     """Another admission held a project's lock for too long."""
+
+
+class LedgerConflict(LedgerUnavailable):
+    """A competing transaction wrote the same ledger rows and won: the
+    database rolled this one back (MySQL/MariaDB's deadlock, 1213; a
+    Galera certification failure or brute-force abort, which it reports
+    as 1213 too, at any statement or at COMMIT; error 1020 under
+    REPEATABLE READ). Nothing of the transaction was kept, so running it
+    again from the start is safe: an admission is re-run whole
+    (:func:`placement_quota.filters.admit.run`) before this becomes a
+    503."""

@@ -63,6 +63,12 @@ projects = sa.Table(
     # (a lease started or ended, an operator asked): quotas cached by any
     # process are read again (NovaQuotaFilter, nova_quota_max_age).
     sa.Column('generation', sa.Integer, nullable=False, server_default='0'),
+    # Moves each time a transaction takes the row's lock on MySQL/MariaDB:
+    # the lock is a write, which Galera certifies (it does not replicate
+    # the locks of SELECT ... FOR UPDATE), so two admissions of one
+    # project on two nodes cannot both commit (ledger/db/locks.py).
+    sa.Column('lock_serial', sa.BigInteger, nullable=False,
+              server_default='0'),
 )
 
 #: The index of the capacity check's query of other leases' instances

@@ -30,6 +30,12 @@ own transaction holding the locks of the batch's projects (the lock every
 writer of those entries takes), and re-checking the conditions under the
 locks: an entry reopened meanwhile (a late ``lease.create`` of an abandoned
 entry) is left alone.
+
+On a Galera cluster a transaction's write set is bounded
+(``wsrep_max_ws_rows``; a larger one is refused), so there a batch stops before
+the rows it writes could pass that bound: each entry counts its own row,
+its charges, and two more (its project's lock row and the charge that
+keeps the sum) -- never fewer rows than it writes (:func:`_within`).
 """
 
 import collections
@@ -37,6 +43,8 @@ import collections
 from oslo_log import log as logging
 import sqlalchemy as sa
 
+from placement_quota.ledger.db import engine
+from placement_quota.ledger.db import galera
 from placement_quota.ledger import models
 
 LOG = logging.getLogger(__name__)
@@ -90,6 +98,7 @@ def purge(ledger, before, states=FINAL, batch_size=DEFAULT_BATCH):
     totals = collections.Counter()
     batches = 0
     after = 0
+    max_rows = None
     while True:
         # The candidates, read without locks; the batch's transaction
         # takes their projects' locks and checks them again.
@@ -100,6 +109,10 @@ def purge(ledger, before, states=FINAL, batch_size=DEFAULT_BATCH):
                 .order_by(t.c.id).limit(batch_size)).all()
         if not found:
             break
+        if max_rows is None:
+            max_rows = _max_ws_rows(ledger)
+        if max_rows:
+            found = _within(ledger, found, max_rows)
         after = found[-1].id
         with ledger.transaction(sorted({r.project_id for r in found})) \
                 as txn:
@@ -110,6 +123,38 @@ def purge(ledger, before, states=FINAL, batch_size=DEFAULT_BATCH):
         LOG.info('Purged %d ledger entries (batch %d).',
                  sum(deleted.values()), batches)
     return _counts(totals.items()), batches
+
+
+def _max_ws_rows(ledger):
+    """The most rows one transaction may write on the ledger's Galera
+    cluster (``wsrep_max_ws_rows``), 0 for no bound (or no Galera)."""
+    if ledger.dialect not in engine.MYSQL:
+        return 0
+    with ledger.reader() as txn:
+        node = galera.read(txn.connection)
+    return node.max_ws_rows if node is not None else 0
+
+
+def _within(ledger, found, max_rows):
+    """The first of the candidate entries ``found`` whose purge writes at
+    most ``max_rows`` rows (at least one entry; alone, it may be
+    refused: the error says why)."""
+    c = models.charges
+    with ledger.reader() as txn:
+        charges = dict(txn.connection.execute(
+            sa.select(c.c.lease_row, sa.func.count())
+            .where(c.c.lease_row.in_([r.id for r in found]))
+            .group_by(c.c.lease_row)).all())
+    kept, rows = [], 0
+    for row in found:
+        rows += 3 + charges.get(row.id, 0)
+        if kept and rows > max_rows:
+            break
+        kept.append(row)
+    if len(kept) < len(found):
+        LOG.debug('A batch of %d entries, to stay within the cluster\'s '
+                  'wsrep_max_ws_rows (%d).', len(kept), max_rows)
+    return kept
 
 
 def _purge_batch(txn, ids, before, states):

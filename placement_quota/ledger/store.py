@@ -74,9 +74,12 @@ class Ledger:
 
     def __init__(self, url, lock_timeout=30, pool_size=None,
                  migrate=None, connect_timeout=10, statement_timeout=30,
-                 database=None):
+                 database=None, conflict_attempts=5):
         self.url = url
         self.lock_timeout = lock_timeout
+        #: How many times an admission is run in all when it conflicts
+        #: (``[ledger] conflict_attempts``; see filters/admit.py).
+        self.conflict_attempts = conflict_attempts
         self.connect_timeout = connect_timeout
         self.statement_timeout = statement_timeout
         #: Where "now" comes from (naive UTC); tests set their own.
@@ -120,7 +123,8 @@ class Ledger:
                             else group.auto_migrate or None),
                    connect_timeout=group.connect_timeout,
                    statement_timeout=group.statement_timeout,
-                   database=ledger_conf.database_options(conf))
+                   database=ledger_conf.database_options(conf),
+                   conflict_attempts=group.conflict_attempts)
 
     def describe(self):
         return self.engine.url.render_as_string(hide_password=True)
@@ -191,7 +195,10 @@ class Ledger:
 
         Raises :class:`~placement_quota.ledger.errors.LedgerUnavailable`
         when the database does not answer in time
-        (:class:`~placement_quota.ledger.errors.LockTimeout` for a lock).
+        (:class:`~placement_quota.ledger.errors.LockTimeout` for a lock),
+        :class:`~placement_quota.ledger.errors.LedgerConflict` when a
+        competing transaction won (at any statement, or at the commit on
+        Galera): the block may be run again in a new transaction.
         """
         now = now or self.clock()
         order = locks.lock_order(lock)
@@ -216,10 +223,6 @@ class Ledger:
                 raise self._lock_timeout(order) from exc
             self._raise_outage(exc)
             raise
-        except engine.DBDeadlock as exc:
-            raise errors.LedgerUnavailable(
-                'A ledger transaction on %s deadlocked; try again later.'
-                % ', '.join(order or ['no lock'])) from exc
 
     @contextlib.contextmanager
     def reader(self):

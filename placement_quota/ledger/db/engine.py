@@ -39,9 +39,34 @@ MariaDB's ``max_statement_time`` (MySQL has no limit for every statement:
 none is set there), ``connect_timeout`` PyMySQL's; PyMySQL's read and
 write timeouts of ``max(statement_timeout, lock_timeout) + 2`` seconds give
 a frozen server up (no watchdog is needed: the driver's socket has a
-timeout). Transactions run at ``READ COMMITTED``, as on PostgreSQL. A
-deadlock (1213, oslo.db's ``DBDeadlock``) while a transaction takes its
-locks is retried (:func:`retry_deadlocks`).
+timeout). Transactions run at ``READ COMMITTED``, as on PostgreSQL.
+
+Conflicts
+---------
+
+A transaction the server rolled back because a competing one wrote the
+same rows raises :class:`~placement_quota.ledger.errors.LedgerConflict`
+(a 503 if nobody runs it again): a deadlock (1213), which is also how a
+Galera node reports a certification failure at COMMIT or a brute-force
+abort at any statement, and error 1020 ("record has changed since last
+read", raised under REPEATABLE READ by MariaDB's
+``innodb_snapshot_isolation``). A conflict while a transaction takes its
+locks is retried here (:func:`retry_deadlocks`); an admission that
+conflicts later, commit included, is re-run whole by
+:func:`placement_quota.filters.admit.run`.
+
+Galera
+------
+
+Every new connection asks the server whether it is a Galera node
+(``wsrep_on``) and says so in the connection's ``info``
+(:data:`GALERA`): Galera does not replicate row locks, so the ledger's
+locks write their rows there (:mod:`~placement_quota.ledger.db.locks`).
+Unless ``[database] mysql_wsrep_sync_wait`` is set, such a connection
+reads with ``wsrep_sync_wait = 1`` (:data:`GALERA_SYNC_WAIT`): a read sees
+every transaction the cluster committed before it, on whichever node it
+was written. A node that is not ready (not in the primary component, or
+not synced; error 1047) is an outage: 503.
 """
 
 import contextlib
@@ -58,22 +83,37 @@ from sqlalchemy import exc as sa_exc
 
 from placement_quota.ledger.db import checkpoints
 from placement_quota.ledger.db import deadlines
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import errors
 
 LOG = logging.getLogger(__name__)
 
 #: The database backends of the MySQL family (SQLAlchemy's names).
-MYSQL = ('mysql', 'mariadb')
+MYSQL = locks.MYSQL
 #: MySQL error codes: a lock wait timed out, a deadlock, a statement ran
 #: past MariaDB's max_statement_time (or MySQL's max_execution_time).
 ER_LOCK_WAIT_TIMEOUT = 1205
 ER_LOCK_DEADLOCK = 1213
+#: "Record has changed since last read" (REPEATABLE READ with MariaDB's
+#: innodb_snapshot_isolation): the same conflict as a deadlock.
+ER_CHECKREAD = 1020
+#: The conflicts: the server rolled the transaction back, a competing one
+#: won (LedgerConflict).
+ER_CONFLICTS = (ER_LOCK_DEADLOCK, ER_CHECKREAD)
+#: What a Galera node that is not ready answers every statement with
+#: ("WSREP has not yet prepared node for application use").
+ER_UNKNOWN_COM_ERROR = 1047
+#: The key of a connection's ``info`` that says it is to a Galera node.
+GALERA = locks.GALERA
+#: ``wsrep_sync_wait`` of a Galera connection when ``[database]
+#: mysql_wsrep_sync_wait`` is not set: reads wait for what the cluster
+#: committed before them.
+GALERA_SYNC_WAIT = 1
 ER_STATEMENT_TIMEOUT = (1969, 3024)
 #: How often a transaction whose locking deadlocked is tried in all.
 DEADLOCK_ATTEMPTS = 5
-#: oslo.db's exceptions (MySQL/MariaDB): any, and a deadlock.
+#: oslo.db's exceptions (MySQL/MariaDB): any.
 DBError = db_exc.DBError
-DBDeadlock = db_exc.DBDeadlock
 
 #: The execution option of a connection that only reads (no write lock
 #: on SQLite).
@@ -269,8 +309,12 @@ def _lost(ctx, url):
         % (url, _first_line(ctx.original_exception)))
 
 
-def _configure_mysql(engine, lock_timeout, statement_timeout):
-    """Session variables of every new MySQL/MariaDB connection."""
+def _configure_mysql(engine, lock_timeout, statement_timeout,
+                     sync_wait=None):
+    """Session variables of every new MySQL/MariaDB connection, and
+    whether it is to a Galera node (``record.info[GALERA]``);
+    ``sync_wait``: ``[database] mysql_wsrep_sync_wait`` (oslo.db sets it
+    when it is not None)."""
 
     @sa.event.listens_for(engine, 'connect')
     def _connect(dbapi_connection, record):
@@ -283,8 +327,21 @@ def _configure_mysql(engine, lock_timeout, statement_timeout):
             if statement_timeout and is_mariadb(dbapi_connection):
                 cursor.execute('SET SESSION max_statement_time = %d'
                                % statement_timeout)
+            galera = is_galera(cursor)
+            record.info[GALERA] = galera
+            if galera and sync_wait is None:
+                cursor.execute('SET SESSION wsrep_sync_wait = %d'
+                               % GALERA_SYNC_WAIT)
         finally:
             cursor.close()
+
+
+def is_galera(cursor):
+    """Whether the server of a DB-API ``cursor`` is a Galera node
+    (``wsrep_on``: MySQL without Galera has no such variable)."""
+    cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
+    row = cursor.fetchone()
+    return row is not None and str(row[1]).upper() == 'ON'
 
 
 def is_mariadb(dbapi_connection):
@@ -311,8 +368,16 @@ def _unavailable_mysql(ctx, url, statement_timeout, deadline):
         # oslo.db calls it a deadlock; it is a lock wait that took too
         # long: the Ledger raises LockTimeout for it, naming the locks.
         return ctx.sqlalchemy_exception
-    if code == ER_LOCK_DEADLOCK:
-        return None   # oslo.db's DBDeadlock: see retry_deadlocks
+    if code in ER_CONFLICTS:
+        return errors.LedgerConflict(
+            'A competing transaction on the ledger database at %s changed '
+            'the same rows and won (%s); nothing of this one was kept.'
+            % (url, _first_line(original)))
+    if code == ER_UNKNOWN_COM_ERROR and 'wsrep' in str(original).lower():
+        return errors.LedgerUnavailable(
+            'The Galera node of the ledger database at %s is not ready '
+            '(not synced, or not in the primary component): %s'
+            % (url, _first_line(original)))
     if code in ER_STATEMENT_TIMEOUT:
         return errors.LedgerUnavailable(
             'A statement on the ledger database at %s ran longer than '
@@ -381,23 +446,31 @@ def unbounded(connection, statement_timeout):
                 'SET SESSION max_statement_time = %d' % statement_timeout)
 
 
+def conflict_pause(attempt):
+    """Seconds to wait before attempt ``attempt + 1`` of a transaction
+    that conflicted ``attempt`` times: random (competitors that collided
+    do not collide again in step), and longer each time."""
+    return random.uniform(0.01, 0.05) * attempt
+
+
 def retry_deadlocks(begin, what='ledger transaction'):
     """``begin()``, tried again (at most :data:`DEADLOCK_ATTEMPTS` times,
-    after a short random pause, logged) while it raises oslo.db's
-    ``DBDeadlock``: MySQL/MariaDB chose it as the victim of a deadlock
-    while it took its locks (two inserts of one new lock row can
-    deadlock, whatever their order). ``begin`` must leave nothing behind
-    when it raises. The last deadlock raises
-    :class:`~placement_quota.ledger.errors.LedgerUnavailable`."""
+    after a short random pause, logged) while it raises
+    :class:`~placement_quota.ledger.errors.LedgerConflict`: MySQL/MariaDB
+    chose it as the victim of a deadlock while it took its locks (two
+    inserts of one new lock row can deadlock, whatever their order), or a
+    Galera node aborted it. ``begin`` must leave nothing behind when it
+    raises. The last conflict raises
+    :class:`~placement_quota.ledger.errors.LedgerConflict` (503)."""
     for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
         try:
             return begin()
-        except db_exc.DBDeadlock as exc:
+        except errors.LedgerConflict as exc:
             if attempt == DEADLOCK_ATTEMPTS:
-                raise errors.LedgerUnavailable(
+                raise errors.LedgerConflict(
                     'The %s deadlocked %d times in a row; try again later.'
                     % (what, attempt)) from exc
-            pause = random.uniform(0.01, 0.05) * attempt
+            pause = conflict_pause(attempt)
             LOG.warning('The %s deadlocked (attempt %d of %d); trying '
                         'again in %.2f s.', what, attempt, DEADLOCK_ATTEMPTS,
                         pause)
@@ -431,7 +504,8 @@ def create_engine(url, lock_timeout=30, pool_size=None, connect_timeout=10,
         except (ImportError, sa_exc.ArgumentError) as exc:
             raise errors.LedgerError(
                 'The ledger connection %s cannot be used: %s' % (shown, exc))
-        _configure_mysql(engine, lock_timeout, statement_timeout)
+        _configure_mysql(engine, lock_timeout, statement_timeout,
+                         (database or {}).get('mysql_wsrep_sync_wait'))
         deadline = statement_deadline(statement_timeout, lock_timeout)
 
         # Ours first, then oslo.db's translation (which raises some errors

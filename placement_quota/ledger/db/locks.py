@@ -19,6 +19,20 @@ locks ``*accounts``. PostgreSQL and MySQL lock rows of ``projects``
 ``BEGIN IMMEDIATE`` (one lock: it cannot deadlock). Either way, two service
 processes sharing one database never admit past a limit together.
 
+**MySQL and MariaDB write what they lock.** There, an exclusive lock is
+taken by writing its row (``UPDATE projects SET lock_serial = lock_serial
++ 1``, :func:`write_row`), not by ``SELECT ... FOR UPDATE``: one statement
+either way, and the one form a Galera cluster sees. Galera does not
+replicate row locks; it certifies each transaction's writes against those
+committed meanwhile on other nodes, and rolls the later one back at COMMIT
+when they touch the same row (a conflict, re-run by the admission). So
+two admissions of one project on two nodes cannot both commit, whatever
+else they write. On a Galera node (:func:`galera`) a shared lock is a
+write too, so taken exclusively: Galera has no shared writes, and a
+shared lock nobody writes would not make an admission that counts every
+host conflict with the pool admissions. PostgreSQL keeps ``SELECT ...
+FOR UPDATE`` / ``FOR SHARE``.
+
 On a database that locks rows, two transactions that take two locks in
 opposite orders deadlock. :func:`lock_order` is therefore the one order of
 every writer, applied by
@@ -53,6 +67,12 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
 from placement_quota.ledger import models
+
+#: The database backends of the MySQL family (SQLAlchemy's dialect names).
+MYSQL = ('mysql', 'mariadb')
+#: The key of a connection's ``info`` that says it is to a Galera node
+#: (set by ledger/db/engine.py when it connects).
+GALERA = 'placement_quota_galera'
 
 #: The prefix of the lock of a capacity pool (see :func:`pool_lock`).
 POOL_PREFIX = '*pool:'
@@ -124,6 +144,9 @@ def take_row(connection, dialect, key, now):
         # BEGIN IMMEDIATE holds the one write lock already.
         ensure_row(connection, dialect, project_id, now)
         return
+    if dialect in MYSQL and (not is_shared or galera(connection)):
+        write_row(connection, dialect, project_id, now)
+        return
     select = (sa.select(models.projects.c.project_id)
               .where(models.projects.c.project_id == project_id)
               .with_for_update(read=is_shared))
@@ -150,3 +173,22 @@ def ensure_row(connection, dialect, project_id, now):
     else:
         stmt = table.insert().values(**values).prefix_with('IGNORE')
     connection.execute(stmt)
+
+
+def galera(connection):
+    """Whether ``connection`` is to a Galera node (its engine found out
+    when it connected: ledger/db/engine.py)."""
+    return bool(connection.info.get(GALERA))
+
+
+def write_row(connection, dialect, project_id, now):
+    """Lock the row of ``project_id`` by writing it (its ``lock_serial``
+    moves), inserting it first when it is missing: one statement for an
+    existing row, as ``SELECT ... FOR UPDATE`` is."""
+    table = models.projects
+    move = (table.update().where(table.c.project_id == project_id)
+            .values(lock_serial=table.c.lock_serial + 1))
+    if connection.execute(move).rowcount:
+        return
+    ensure_row(connection, dialect, project_id, now)
+    connection.execute(move)

@@ -31,6 +31,7 @@ import alembic.autogenerate
 import alembic.migration
 import fixtures
 import requests
+import sqlalchemy as sa
 
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
@@ -65,6 +66,18 @@ class Migrations:
                                   'compare_server_default': True})
             self.assertEqual([], alembic.autogenerate.compare_metadata(
                 context, models.metadata))
+
+    def test_every_table_has_a_primary_key(self):
+        # Galera replicates a table without one badly (each row change
+        # scans the whole table on every other node) or refuses it
+        # (innodb_force_primary_key); the alembic_version table included.
+        ledger = self.migrated()
+        inspector = sa.inspect(ledger.engine)
+        tables = inspector.get_table_names()
+        self.assertIn('alembic_version', tables)
+        self.assertEqual([], [
+            table for table in tables
+            if not inspector.get_pk_constraint(table)['constrained_columns']])
 
     def test_unsynced_database_is_refused_naming_db_sync(self):
         error = self.assertRaises(ledger_errors.LedgerError, store.Ledger,

@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """What only MySQL and MariaDB need, on a real MariaDB: the ledger's
-timeouts as session variables, a deadlock while locking retried, a lost
-connection reported as "unavailable".
+timeouts as session variables, a deadlock while locking retried, locks
+taken by writing their rows, a lost connection reported as
+"unavailable".
 
 What every backend does (migrations, exact admissions, lock order, frozen
 servers) is in test_databases.py and test_database_faults.py.
@@ -23,6 +24,7 @@ import time
 import fixtures
 import testtools
 
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import store
 from tests.functional.ledger import databases
@@ -107,8 +109,9 @@ class TestDeadlock(MariaDBTestCase):
             return [f.result(timeout=TIMEOUT * 2) for f in futures]
 
     def wait_for_lock_waits(self, count, futures):
-        """Until ``count`` connections wait in ``SELECT ... FOR
-        UPDATE``; what a future raised meanwhile is raised."""
+        """Until ``count`` connections wait to write the lock row (a
+        lock is taken by writing its row: ledger/db/locks.py); what a
+        future raised meanwhile is raised."""
         watcher = self.database.connect(autocommit=True)
         self.addCleanup(watcher.close)
         deadline = time.monotonic() + TIMEOUT
@@ -118,12 +121,46 @@ class TestDeadlock(MariaDBTestCase):
                     future.result()
             with watcher.cursor() as cursor:
                 cursor.execute("SELECT COUNT(*) FROM information_schema."
-                               "processlist WHERE info LIKE '%%FOR UPDATE'")
+                               "processlist WHERE info LIKE "
+                               "'UPDATE projects SET lock_serial%%'")
                 if cursor.fetchone()[0] >= count:
                     return
             time.sleep(0.02)
         self.fail('%d transactions did not come to wait for the lock'
                   % count)
+
+
+class TestLockRowsAreWritten(MariaDBTestCase):
+    """Galera does not replicate the locks of ``SELECT ... FOR UPDATE``:
+    on MySQL/MariaDB a ledger lock writes its row, which Galera
+    certifies."""
+
+    def serial(self, ledger, project_id):
+        with ledger.reader() as txn:
+            return txn.connection.exec_driver_sql(
+                'SELECT lock_serial FROM projects WHERE project_id = %s',
+                (project_id,)).scalar()
+
+    def test_taking_a_lock_moves_its_rows_serial(self):
+        ledger = self.ledger()
+        for _ in range(3):
+            with ledger.transaction(['p1']):
+                pass
+        self.assertEqual(3, self.serial(ledger, 'p1'))
+
+    def test_a_shared_lock_on_a_server_without_galera_is_no_write(self):
+        ledger = self.ledger()
+        with ledger.transaction(['p1', '*']):
+            pass
+        with ledger.transaction(['p1', '* (shared)']):
+            pass
+        self.assertEqual((2, 1), (self.serial(ledger, 'p1'),
+                                  self.serial(ledger, '*')))
+
+    def test_a_server_without_galera_is_said_to_be_none(self):
+        ledger = self.ledger()
+        with ledger.transaction(['p1']) as txn:
+            self.assertFalse(locks.galera(txn.connection))
 
 
 class TestLostConnection(MariaDBTestCase):

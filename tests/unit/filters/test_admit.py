@@ -84,9 +84,8 @@ class TestOneAdmission(base.LedgerTestCase):
         recorder = Recorder()
         context = self.filter.context(self.context())
         body = self.filter.lease(lease(day(2), day(3)))
-        with admit.admit(self.services, [recorder], admit.CHECK_CREATE,
-                         context, body) as adm:
-            recorder.check(adm)
+        admit.admit(self.services, [recorder], admit.CHECK_CREATE,
+                    context, body, recorder.check)
         self.assertEqual(((self.project, None), ['read before the locks']),
                          (recorder.prepared_with, recorder.checked))
 

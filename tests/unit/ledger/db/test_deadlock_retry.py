@@ -15,7 +15,6 @@ The deadlocks here are oslo.db's exception raised by a fake ``begin``: a
 database that deadlocks every time cannot be made to."""
 
 import fixtures
-from oslo_db import exception as db_exc
 import testtools
 
 from placement_quota.ledger.db import engine
@@ -32,7 +31,7 @@ class FakeDeadlockingBegin:
     def __call__(self):
         self.calls += 1
         if self.calls <= self.times:
-            raise db_exc.DBDeadlock()
+            raise errors.LedgerConflict('deadlock')
         return 'locked'
 
 
@@ -51,7 +50,7 @@ class TestRetryDeadlocks(testtools.TestCase):
 
     def test_the_last_deadlock_is_the_ledger_unavailable(self):
         begin = FakeDeadlockingBegin(engine.DEADLOCK_ATTEMPTS)
-        error = self.assertRaises(errors.LedgerUnavailable,
+        error = self.assertRaises(errors.LedgerConflict,
                                   engine.retry_deadlocks, begin)
         self.assertEqual(engine.DEADLOCK_ATTEMPTS, begin.calls)
         self.assertIn('deadlocked 5 times in a row', str(error))
