@@ -96,6 +96,7 @@ class Answer:
         self.seconds = seconds
         self.service = service
         self.finished = time.monotonic()
+        self.started = self.finished - seconds
 
     def __repr__(self):
         return '<%d %s %.2fs %r>' % (self.index, self.status, self.seconds,
