@@ -20,12 +20,10 @@ is reached. The killed node rejoins (IST) at cleanup, so the tests after
 this one find three nodes again.
 """
 
-import threading
-import time
-
 from testtools import content
 
 from placement_quota.ledger import store
+from tests.fixtures import ledger_services
 from tests.functional.ha import base
 
 #: Leases one project may hold: reached only after the kill.
@@ -55,44 +53,6 @@ class TestWriterFailover(base.GaleraServicesTestCase):
         self.cluster.restore()
         self.database.haproxy.wait_for_active('node1', timeout=30)
 
-    def run_burst(self, services, kill):
-        """Requests from :data:`THREADS` threads until the limit is
-        reached (then :data:`AFTER_LIMIT` more); ``kill()`` is called
-        once :data:`BEFORE_KILL` leases are admitted. ``(answers,
-        killed_at)``."""
-        lock = threading.Lock()
-        answers = []
-        counter = iter(range(10 ** 6))
-        killed = {}
-        reached = {}
-        stop = threading.Event()
-        deadline = time.monotonic() + DEADLINE
-
-        def worker():
-            while not stop.is_set() and time.monotonic() < deadline:
-                with lock:
-                    index = next(counter)
-                answer = self.check_create(services[index % 2], index)
-                with lock:
-                    answers.append(answer)
-                    admitted = sum(1 for a in answers if a.status == 204)
-                    if admitted >= BEFORE_KILL and not killed:
-                        killed['at'] = time.monotonic()
-                        kill()
-                    if admitted >= LIMIT and not reached:
-                        reached['at'] = time.monotonic()
-                    if reached and sum(
-                            1 for a in answers
-                            if a.started > reached['at']) >= AFTER_LIMIT:
-                        stop.set()
-                time.sleep(PAUSE)
-        threads = [threading.Thread(target=worker) for _ in range(THREADS)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        return answers, killed.get('at')
-
     def test_admissions_stay_exact_across_the_writers_death(self):
         services = self.start_services(
             self.single_writer(), ['LeaseCountFilter', 'CreditFilter'],
@@ -100,13 +60,12 @@ class TestWriterFailover(base.GaleraServicesTestCase):
         with self.ledger.transaction([self.project]) as txn:
             allocation = txn.add_allocation(self.project,
                                             store.to_micro(1000))
-        answers, killed_at = self.run_burst(
-            services, self.cluster.nodes[0].kill)
+        answers, killed_at = ledger_services.failover_burst(
+            ledger_services.Client(self.project), services,
+            self.cluster.nodes[0].kill, LIMIT, BEFORE_KILL, threads=THREADS,
+            pause=PAUSE, after_limit=AFTER_LIMIT, deadline=DEADLINE)
         self.assertIsNotNone(killed_at, 'node 1 was never killed')
-        after_kill = [a for a in answers
-                      if a.started > killed_at and a.status == 204]
-        gap = (min(a.finished for a in after_kill) - killed_at
-               if after_kill else None)
+        gap = ledger_services.failover_gap(answers, killed_at)
         statuses = self.statuses(answers)
         self.addDetail('failover', content.text_content(
             'gap %s s; statuses %s; slowest %.2f s' % (
@@ -118,7 +77,7 @@ class TestWriterFailover(base.GaleraServicesTestCase):
                               if a.seconds > base.REQUEST_BOUND])
         # Admissions went on through the new writer, up to the limit
         # exactly; the ledger holds every lease answered 204, once.
-        self.assertTrue(after_kill, statuses)
+        self.assertIsNotNone(gap, statuses)
         self.assertEqual(LIMIT, statuses.get(204), statuses)
         self.assertLedgerHoldsExactlyTheAdmitted(answers)
         # Nothing charged twice or half-written: each lease its 12
