@@ -24,12 +24,15 @@ machine (the tests' fixtures):
   node 2 (their conflicts show at COMMIT and are run again).
 
 In each, ``--threads`` clients send ``--requests`` check-creates of one
-project whose lease count is ``--limit`` (its credits pay for more).
+project whose lease count is ``--limit`` (its credits pay for more), in
+``--rounds`` rounds (a new project each, the same two service processes;
+on 2 shared cores one round's rate swings by a factor of several).
 ``admissions_per_s`` is the leases admitted over the time from the first
 request to the last 204; ``p50_ms`` and ``p99_ms`` are the latencies of
-every check-create (204 and 403); ``exact`` is true when exactly the
-limit was admitted, no answer was a 500 or no answer, and the ledger holds
-exactly the leases answered 204.
+every check-create (204 and 403); each is the median of the rounds.
+``exact`` is true when in every round exactly the limit was admitted, no
+answer was a 500 or no answer, and the ledger holds exactly the leases
+answered 204.
 
 Then the failover: the single-writer topology again, six threads sending
 check-creates (a 50 ms pause each between two), node 1 killed with
@@ -40,6 +43,7 @@ lease is not in the ledger, ``exact`` as above. Node 1 rejoins at the
 end.
 
     python tools/bench/ha.py [--limit 100] [--requests 130] [--threads 8]
+        [--rounds 3]
 
 prints one JSON object on stdout (``topologies``: one object each with
 ``name``, ``admissions_per_s``, ``p50_ms``, ``p99_ms``, ``admitted``,
@@ -52,6 +56,7 @@ import argparse
 import faulthandler
 import json
 import os
+import statistics
 import sys
 import time
 import uuid
@@ -84,17 +89,14 @@ class BenchError(Exception):
     pass
 
 
-def _start(database, urls, limit):
-    """Services on ``urls`` and a project whose credits pay for twice
-    ``limit`` leases: ``(services, client)``."""
-    services = ledger_services.Services(database, urls, FILTERS,
-                                        OPTIONS % limit)
-    services.setUp()
+def _project(services, limit):
+    """A :class:`~tests.fixtures.ledger_services.Client` of a new project
+    whose credits pay for twice ``limit`` leases."""
     client = ledger_services.Client('bench-%s' % uuid.uuid4().hex[:8])
     with services.ledger.transaction([client.project]) as txn:
         txn.add_allocation(client.project,
                            store.to_micro(2 * limit * LEASE_CREDITS))
-    return services, client
+    return client
 
 
 def _exact(services, client, answers, limit):
@@ -106,36 +108,58 @@ def _exact(services, client, answers, limit):
             names == ledger_services.admitted_names(answers))
 
 
-def run_topology(name, database, urls, limit, requests_sent, threads):
-    """One topology's figures, and its ``{status: count}``."""
-    services, client = _start(database, urls, limit)
+def run_topology(name, database, urls, limit, requests_sent, threads,
+                 rounds):
+    """One topology's figures (each the median of ``rounds`` rounds, a
+    new project each, on the same two service processes), and its
+    ``{status: count}`` summed over the rounds."""
+    services = ledger_services.Services(database, urls, FILTERS,
+                                        OPTIONS % limit)
+    services.setUp()
     try:
-        began = time.monotonic()
-        answers = ledger_services.burst(client, services.services,
-                                        requests_sent, threads=threads)
-        admitted = [a for a in answers if a.status == 204]
-        span = (max(a.finished for a in admitted) - began
-                if admitted else None)
-        latencies = [a.seconds * 1000 for a in answers]
-        return {
-            'name': name,
-            'admissions_per_s': (round(len(admitted) / span, 1)
-                                 if span else 0.0),
-            'p50_ms': round(common.percentile(latencies, 0.50), 1),
-            'p99_ms': round(common.percentile(latencies, 0.99), 1),
-            'admitted': len(admitted),
-            'limit': limit,
-            'exact': _exact(services, client, answers, limit),
-        }, ledger_services.statuses(answers)
+        runs, statuses = [], {}
+        for _ in range(rounds):
+            client = _project(services, limit)
+            began = time.monotonic()
+            answers = ledger_services.burst(client, services.services,
+                                            requests_sent, threads=threads)
+            admitted = [a for a in answers if a.status == 204]
+            span = (max(a.finished for a in admitted) - began
+                    if admitted else None)
+            latencies = [a.seconds * 1000 for a in answers]
+            runs.append({
+                'admissions_per_s': len(admitted) / span if span else 0.0,
+                'p50_ms': common.percentile(latencies, 0.50),
+                'p99_ms': common.percentile(latencies, 0.99),
+                'admitted': len(admitted),
+                'exact': _exact(services, client, answers, limit)})
+            for status, count in ledger_services.statuses(answers).items():
+                statuses[status] = statuses.get(status, 0) + count
     finally:
         services.cleanUp()
+
+    def median(key):
+        return round(statistics.median(r[key] for r in runs), 1)
+    return {
+        'name': name,
+        'admissions_per_s': median('admissions_per_s'),
+        'p50_ms': median('p50_ms'),
+        'p99_ms': median('p99_ms'),
+        # Each round's (the fewest, should they differ).
+        'admitted': min(r['admitted'] for r in runs),
+        'limit': limit,
+        'exact': all(r['exact'] for r in runs),
+    }, statuses
 
 
 def run_failover(cluster, database, limit):
     """The failover's figures, its ``{status: count}`` and its slowest
     request's seconds; node 1 is back in the cluster after."""
-    services, client = _start(database, [database.url] * 2, limit)
+    services = ledger_services.Services(database, [database.url] * 2,
+                                        FILTERS, OPTIONS % limit)
+    services.setUp()
     try:
+        client = _project(services, limit)
         answers, killed_at = ledger_services.failover_burst(
             client, services.services, cluster.nodes[0].kill, limit,
             max(1, limit // 3), threads=FAILOVER_THREADS,
@@ -193,6 +217,9 @@ def main(argv=None, watchdog=False):
                         'limit and 30%% more)')
     parser.add_argument('--threads', type=common.positive, default=8,
                         help='clients at once (default: 8)')
+    parser.add_argument('--rounds', type=common.positive, default=3,
+                        help='bursts per topology, a new project each; the '
+                        'figures are their medians (default: 3)')
     parser.add_argument('--failover-limit', type=common.positive,
                         default=FAILOVER_LIMIT,
                         help='the lease count of the failover run '
@@ -229,7 +256,7 @@ def main(argv=None, watchdog=False):
         for name, database, urls in runs:
             figures, statuses[name] = run_topology(
                 name, database, urls, args.limit, requests_sent,
-                args.threads)
+                args.threads, args.rounds)
             topologies.append(figures)
         failover, statuses['failover'], slowest = run_failover(
             cluster, clustered, args.failover_limit)
