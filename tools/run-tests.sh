@@ -64,13 +64,20 @@ install_without_starting() {
 # tests of the lease lifecycle listener (tests/fixtures/rabbitmq.py starts
 # a private node), and MariaDB's server (mariadbd, mariadb-install-db) for
 # the ledger tests on MySQL/MariaDB (tests/fixtures/mariadb.py starts a
-# private server on a unix socket). Installed only when missing and apt-get
-# is there; otherwise those tests skip, saying why.
+# private server on a unix socket), and for the tests of a Galera cluster
+# behind HAProxy (tests/fixtures/galera.py and haproxy.py start private
+# ones on 127.0.0.1) Galera's rsync state transfer (rsync; mariadb-server
+# depends on it and on galera-4) and HAProxy. Installed only when missing
+# and apt-get is there; otherwise those tests skip, saying why.
 if command -v apt-get >/dev/null 2>&1; then
     [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] \
         || install_without_starting rabbitmq-server "lifecycle tests"
     [ -x /usr/sbin/mariadbd ] \
         || install_without_starting mariadb-server "MariaDB tests"
+    command -v rsync >/dev/null 2>&1 \
+        || install_without_starting rsync "Galera tests"
+    [ -x /usr/sbin/haproxy ] \
+        || install_without_starting haproxy "Galera tests behind HAProxy"
 fi
 
 # stevedore caches entry points per user; a fresh cache per run keeps a
