@@ -23,9 +23,8 @@ MariaDB).
 
 Every answer must be a 204, a 403 denial or a 503 with a JSON message (a
 conflict retried until ``[ledger] conflict_attempts`` ran out), never a
-500. Placement capacity (PlacementCapacityFilter) is not played here: it
-needs a Placement service per run, and its admission takes the same
-project and global ledger locks as the policies below.
+500. Placement capacity, whose admissions of different projects meet on
+the hosts' locks instead, is in test_galera_capacity.
 """
 
 from placement_quota.ledger import shares
