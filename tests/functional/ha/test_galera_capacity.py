@@ -36,9 +36,16 @@ VCPUS_PER_LEASE = 2
 PER_HOST = VCPUS_PER_HOST // VCPUS_PER_LEASE
 
 
+def host_of(index):
+    """The host (its index) request ``index`` asks for."""
+    return index // 2 % HOSTS
+
+
 class InstanceClient(ledger_services.Client):
     """Request ``index``: project ``<prefix>-<index>``, one instance of
-    2 VCPU on host ``index % HOSTS``."""
+    2 VCPU on host ``index // 2 % HOSTS`` (the bursts send even indexes
+    to one service, odd ones to the other: each host is asked through
+    both)."""
 
     def __init__(self, prefix, hosts):
         super().__init__(prefix)
@@ -48,7 +55,7 @@ class InstanceClient(ledger_services.Client):
         return '%s-%d' % (self.project, index)
 
     def lease(self, index, hosts=1):
-        host = self.hosts[index % len(self.hosts)]
+        host = self.hosts[host_of(index)]
         return builders.lease(
             self.start.strftime(ledger_services.DATE),
             self.end.strftime(ledger_services.DATE),
@@ -82,7 +89,7 @@ class Capacity:
         # answered 204 (each request a project of its own).
         for index, host in enumerate(hosts):
             self.assertEqual(PER_HOST, len([
-                a for a in admitted if a.index % HOSTS == index]), host)
+                a for a in admitted if host_of(a.index) == index]), host)
         found = []
         for answer in answers:
             found.extend(row.name for row in ledger_services.live_entries(
