@@ -20,6 +20,7 @@ import time
 import uuid
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from placement_quota.lifecycle import events
 from placement_quota.lifecycle import listener as listener_mod
@@ -73,8 +74,11 @@ class ClusterListenerTestCase(base.ListenerTestCase):
     :attr:`leases` named ``'l0'``, ``'l1'``... recorded by check-create
     and given their Blazar lease IDs."""
 
-    #: How many leases (:meth:`lease_window` says when they run).
+    #: How many leases (:meth:`lease_window` says when they run; the
+    #: window is kept as :attr:`window`).
     lease_count = 6
+    #: Whether the ledger's clock is the real one (not June 2026's).
+    real_clock = False
 
     def broker_fixture(self):
         return rabbitmq_cluster.RabbitMQClusterFixture()
@@ -89,7 +93,9 @@ class ClusterListenerTestCase(base.ListenerTestCase):
 
     def setUp(self):
         super().setUp()
-        start, end = self.lease_window()
+        if self.real_clock:
+            self.ledger.clock = timeutils.utcnow
+        self.window = start, end = self.lease_window()
         self.leases = {}
         for n in range(self.lease_count):
             name = 'l%d' % n
@@ -114,6 +120,21 @@ class ClusterListenerTestCase(base.ListenerTestCase):
     def states_by_name(self):
         """``{lease name: entry state}``."""
         return {entry.name: entry.state for entry in self.entries()}
+
+    def wait_for_new_holder(self, queue, killed):
+        """Wait until a node other than ``killed`` holds ``queue`` (the
+        listener declared it again, or a new leader was elected); return
+        that node."""
+        def holder():
+            try:
+                node = self.cluster.queue_node(self.broker.vhost, queue)
+            except KeyError:
+                return None
+            return node if node is not killed else None
+
+        return base.wait_until(holder, FAILOVER_TIMEOUT,
+                               'a node other than %s to hold queue %s'
+                               % (killed.nodename, queue))
 
     def wait_for_states(self, expected, timeout=FAILOVER_TIMEOUT):
         """Wait until the entries of the leases in ``expected`` (``{name:

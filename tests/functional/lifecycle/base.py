@@ -202,10 +202,6 @@ class ListenerTestCase(ledger_helpers.LedgerHelpers, testtools.TestCase):
         return rabbitmq.RabbitMQFixture(private=self.private_broker,
                                         vhost=not self.private_broker)
 
-    def notifier_url(self):
-        """The transport URL of Blazar's notifier."""
-        return self.broker.transport_url
-
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
@@ -219,8 +215,8 @@ class ListenerTestCase(ledger_helpers.LedgerHelpers, testtools.TestCase):
         self.ledger.clock = lambda: builders.NOW
         self.credit = credit.CreditFilter(self.conf, services=self.services)
         self.allocation = self.give_credits(10000)
-        self.notifier, transport = blazar_notifier(self.notifier_url(),
-                                                   self.rabbit_options)
+        self.notifier, transport = blazar_notifier(
+            self.broker.transport_url, self.rabbit_options)
         self.addCleanup(transport.cleanup)
 
     def check_create(self, lease_body, project=None):
