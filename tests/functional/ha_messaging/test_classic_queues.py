@@ -42,15 +42,7 @@ connection = sqlite:///{tmp}/ledger.sqlite
 embedded = true
 embedded_state_dir = {tmp}/reconcile-placement
 
-[blazar]
-auth_type = password
-auth_url = {auth_url}
-username = {username}
-password = {password}
-project_name = {project}
-user_domain_name = Default
-project_domain_name = Default
-endpoint_override = {endpoint}
+{blazar}endpoint_override = {endpoint}
 """
 
 
@@ -129,10 +121,7 @@ class TestClassicQueues(base.ClusterListenerTestCase):
         config = os.path.join(self.tmp, 'reconcile.conf')
         with open(config, 'w') as f:
             f.write(_RECONCILE_CONFIG.format(
-                tmp=self.tmp, auth_url=keystone.auth_url,
-                username=keystone.admin_username,
-                password=keystone.admin_password,
-                project=keystone.admin_project_name,
+                tmp=self.tmp, blazar=keystone.admin_section('blazar'),
                 endpoint=blazar.endpoint))
         home = os.path.join(self.tmp, 'home')
         os.mkdir(home)
