@@ -96,6 +96,7 @@ class ClusterListenerTestCase(base.ListenerTestCase):
         if self.real_clock:
             self.ledger.clock = timeutils.utcnow
         self.window = start, end = self.lease_window()
+        self.published = []
         self.leases = {}
         for n in range(self.lease_count):
             name = 'l%d' % n
@@ -108,13 +109,15 @@ class ClusterListenerTestCase(base.ListenerTestCase):
     def publish(self, *steps):
         """Publish Blazar's notification of each ``(event, name)`` step
         (``('start', 'l0')``: ``lease.event.start_lease`` of lease l0);
-        return them as ``(event_type, lease_id)`` pairs."""
+        return them as ``(event_type, lease_id)`` pairs (:attr:`published`
+        has all the test's)."""
         published = []
         for event, name in steps:
             body, lease_id = self.leases[name]
             self.notify(EVENTS[event], base.blazar_payload(
                 body, lease_id, self.project))
             published.append((EVENTS[event], lease_id))
+        self.published.extend(published)
         return published
 
     def states_by_name(self):
