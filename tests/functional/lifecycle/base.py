@@ -29,6 +29,7 @@ import amqp
 import fixtures
 from oslo_config import cfg
 import oslo_messaging
+import oslo_messaging.opts
 import testtools
 
 from placement_quota import conf as pq_conf
@@ -72,12 +73,27 @@ def make_conf(tmp, transport_url, **lifecycle):
     return conf
 
 
-def blazar_notifier(transport_url):
+def set_rabbit_options(conf, options):
+    """Set ``options`` (a dict) in ``conf``'s ``[oslo_messaging_rabbit]``
+    (registering oslo.messaging's options there first), as a deployment
+    sets them in every service's configuration file."""
+    if not options:
+        return
+    for group, opts in oslo_messaging.opts.list_opts():
+        if group == 'oslo_messaging_rabbit':
+            conf.register_opts(opts, group=group)
+    for name, value in options.items():
+        conf.set_override(name, value, 'oslo_messaging_rabbit')
+
+
+def blazar_notifier(transport_url, rabbit_options=None):
     """A Notifier set up as Blazar's (``blazar.notification.notifier``
     with ``[oslo_messaging_notifications] driver = messagingv2``), on a
-    configuration of its own; and its transport."""
+    configuration of its own (``rabbit_options`` in its
+    ``[oslo_messaging_rabbit]``); and its transport."""
     conf = cfg.ConfigOpts()
     conf([], project='blazar')
+    set_rabbit_options(conf, rabbit_options)
     transport = oslo_messaging.get_notification_transport(
         conf, url=transport_url)
     notifier = oslo_messaging.Notifier(
@@ -134,24 +150,30 @@ def blazar_payload(lease_body, lease_id, project, user=USER,
 
 def wait_for_queue(transport_url, queue, timeout=TIMEOUT):
     """Wait until ``queue`` exists on the broker (the listener declared
-    it: from then on it gets every notification)."""
-    host_port, vhost = transport_url.split('@', 1)[1].split('/', 1)
+    it: from then on it gets every notification). A URL of several hosts
+    (a cluster) is asked through the first one that answers."""
+    hosts, vhost = transport_url.split('://', 1)[1].rsplit('/', 1)
+    addresses = [host.rsplit('@', 1)[1] for host in hosts.split(',')]
     deadline = time.monotonic() + timeout
     while True:
-        conn = amqp.Connection(host_port, userid=rabbitmq.USER,
-                               password=rabbitmq.PASSWORD,
-                               virtual_host=vhost or '/', connect_timeout=5)
-        try:
-            conn.connect()
-            conn.channel().queue_declare(queue, passive=True)
-            return
-        except amqp.exceptions.NotFound:
-            pass
-        finally:
+        for address in addresses:
+            conn = amqp.Connection(address, userid=rabbitmq.USER,
+                                   password=rabbitmq.PASSWORD,
+                                   virtual_host=vhost or '/',
+                                   connect_timeout=5)
             try:
-                conn.close()
-            except Exception:
-                pass
+                conn.connect()
+                conn.channel().queue_declare(queue, passive=True)
+                return
+            except amqp.exceptions.NotFound:
+                break  # the broker answered: not there (yet)
+            except (OSError, amqp.exceptions.AMQPError):
+                continue  # that node is down: ask the next one
+            finally:
+                try:
+                    conn.close()
+                except Exception:
+                    pass
         if time.monotonic() > deadline:
             raise AssertionError('queue %s was not declared within %ds'
                                  % (queue, timeout))
@@ -166,18 +188,26 @@ def wait_until(predicate, timeout=TIMEOUT, what='the condition'):
 class ListenerTestCase(ledger_helpers.LedgerHelpers, testtools.TestCase):
     """A ledger whose clock is :data:`tests.builders.NOW`, credits for
     :attr:`project`, a fresh vhost (``private_broker``: a node of the
-    test's own, for tests that restart it), Blazar's notifier
-    (:meth:`notify`), and :meth:`start_listener`."""
+    test's own, for tests that restart it; :meth:`broker_fixture` another
+    broker), Blazar's notifier (:meth:`notify`), and
+    :meth:`start_listener`; both with :attr:`rabbit_options`."""
 
     project = 'project-a'
     private_broker = False
+    #: ``[oslo_messaging_rabbit]`` of the listener and of Blazar.
+    rabbit_options = {}
+
+    def broker_fixture(self):
+        """The broker's fixture; it has a ``transport_url``."""
+        return rabbitmq.RabbitMQFixture(private=self.private_broker,
+                                        vhost=not self.private_broker)
 
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.broker = self.useFixture(rabbitmq.RabbitMQFixture(
-            private=self.private_broker, vhost=not self.private_broker))
+        self.broker = self.useFixture(self.broker_fixture())
         self.conf = make_conf(self.tmp, self.broker.transport_url)
+        set_rabbit_options(self.conf, self.rabbit_options)
         self.services = services_mod.Services(self.conf,
                                               placement=NoPlacement())
         self.addCleanup(self.services.close)
@@ -185,7 +215,8 @@ class ListenerTestCase(ledger_helpers.LedgerHelpers, testtools.TestCase):
         self.ledger.clock = lambda: builders.NOW
         self.credit = credit.CreditFilter(self.conf, services=self.services)
         self.allocation = self.give_credits(10000)
-        self.notifier, transport = blazar_notifier(self.broker.transport_url)
+        self.notifier, transport = blazar_notifier(
+            self.broker.transport_url, self.rabbit_options)
         self.addCleanup(transport.cleanup)
 
     def check_create(self, lease_body, project=None):
@@ -196,11 +227,13 @@ class ListenerTestCase(ledger_helpers.LedgerHelpers, testtools.TestCase):
     def notify(self, event_type, payload):
         self.notifier.info({}, event_type, payload)
 
-    def start_listener(self, conf=None, pool=None):
-        """Our listener on ``conf`` (default: the test's), started, its
-        queue declared; stopped at cleanup."""
+    def start_listener(self, conf=None, pool=None, endpoint=None):
+        """Our listener on ``conf`` (default: the test's) with
+        ``endpoint`` (default: a new LeaseEndpoint), started, its queue
+        declared; stopped at cleanup."""
         conf = conf or self.conf
-        lifecycle = listener_mod.LifecycleListener(conf, self.ledger)
+        lifecycle = listener_mod.LifecycleListener(conf, self.ledger,
+                                                   endpoint=endpoint)
         lifecycle.start()
         self.addCleanup(lifecycle.wait)
         self.addCleanup(lifecycle.stop)
