@@ -244,10 +244,16 @@ def ledger_denials():
 def conflict(exc):
     """The :class:`~placement_quota.ledger.errors.LedgerConflict` that
     ``exc`` is or was raised from, or None: the admission may then be
-    run again (nothing of it was kept)."""
+    run again (nothing of it was kept). A denial or a bad payload is an
+    answer, never run again; as in :func:`placement_quota.errors.
+    unavailable`, the first of our errors in the chain decides."""
+    if isinstance(exc, (base.EnforcementDenied, lease_model.PayloadError)):
+        return None
     for error in pq_errors.causes(exc):
         if isinstance(error, ledger_errors.LedgerConflict):
             return error
+        if isinstance(error, pq_errors.DependencyError):
+            return None
     return None
 
 

@@ -151,3 +151,21 @@ class TestConflicts(base.LedgerTestCase):
                                   ledger_errors.LedgerConflict)
         self.assertIsNone(admit.conflict(
             ledger_errors.LedgerUnavailable('down')))
+
+    def test_a_denial_raised_while_handling_a_conflict_is_an_answer(self):
+        try:
+            try:
+                raise ledger_errors.LedgerConflict('Deadlock found')
+            except ledger_errors.LedgerConflict:
+                raise filters_base.EnforcementDenied('no')
+        except filters_base.EnforcementDenied as denial:
+            self.assertIsNone(admit.conflict(denial))
+
+    def test_an_outage_raised_while_handling_a_conflict_is_an_outage(self):
+        try:
+            try:
+                raise ledger_errors.LedgerConflict('Deadlock found')
+            except ledger_errors.LedgerConflict:
+                raise ledger_errors.LedgerUnavailable('connection lost')
+        except ledger_errors.LedgerUnavailable as outage:
+            self.assertIsNone(admit.conflict(outage))
