@@ -84,6 +84,16 @@ fi
 # stale one (from an older checkout) out of the tests.
 cache=$(mktemp -d)
 trap 'rm -rf "$cache"' EXIT
+# A fresh clone has no .stestr/ and so no times of earlier runs: stestr
+# would hand the groups of long tests (.stestr.conf) round-robin, and could
+# give most of them to one worker. Seed it with the kept times
+# (tools/test_times.py) so that the workers get even shares.
+if [ ! -d .stestr ] && [ -f tools/test-times.json ]; then
+    "$venv/bin/python" tools/test_times.py seed \
+        | XDG_CACHE_HOME=$cache "$venv/bin/stestr" load --force-init \
+            >/dev/null 2>&1 \
+        || { rm -rf .stestr; echo "Could not seed .stestr/ with the kept test times: the tests are split round-robin."; }
+fi
 XDG_CACHE_HOME=$cache "$venv/bin/stestr" run --concurrency "${PQ_TEST_CONCURRENCY:-2}" "$@"
 tests_rc=$?
 

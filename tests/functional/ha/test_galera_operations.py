@@ -28,6 +28,7 @@ from placement_quota.ledger import models
 from placement_quota.ledger import purge
 from placement_quota.ledger import store
 from tests.fixtures import galera
+from tests.functional.cmd import test_cli
 
 JANUARY = datetime.datetime(2025, 1, 1)
 #: The write-set bound set on the node for the purge test, and the
@@ -83,6 +84,21 @@ class TestConnections(GaleraLedgerTestCase):
                          self.serial(ledger, models.GLOBAL_LOCK))
 
 
+class TestDbSync(GaleraLedgerTestCase):
+
+    def test_db_sync_brings_the_cluster_to_the_head_revision(self):
+        directory = self.useFixture(fixtures.TempDir()).path
+        config = os.path.join(directory, 'placement-quota.conf')
+        with open(config, 'w') as out:
+            out.write('[database]\nconnection = %s\n' % self.db.url)
+        result = test_cli.command('db', 'sync', config=config)
+        self.assertEqual(0, result.returncode, result.stderr)
+        # Read on another node: the schema reached the whole cluster.
+        ledger = store.Ledger(self.db.urls[2], migrate=False)
+        self.addCleanup(ledger.dispose)
+        self.assertEqual(ledger.head_revision(), ledger.current_revision())
+
+
 class TestUpgradeCheck(GaleraLedgerTestCase):
 
     def check(self, database=''):
@@ -109,6 +125,17 @@ class TestUpgradeCheck(GaleraLedgerTestCase):
         self.ledger()
         code, output = self.check('mysql_wsrep_sync_wait = 0\n')
         self.assertIn('wsrep_sync_wait is 0', output)
+
+    def test_a_node_out_of_sync_fails_the_check(self):
+        # A desynced node (as during a backup) takes no admission and no
+        # "db sync" now.
+        self.ledger()
+        self.node.query('SET GLOBAL wsrep_desync = ON')
+        self.addCleanup(self.node.query, 'SET GLOBAL wsrep_desync = OFF')
+        code, output = self.check()
+        self.assertEqual(2, code, output)
+        self.assertIn('Check: Ledger on Galera Result: Failure', output)
+        self.assertIn('wait until it is Primary and Synced', output)
 
 
 class TestPurge(GaleraLedgerTestCase):
