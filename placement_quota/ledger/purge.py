@@ -43,8 +43,8 @@ import collections
 from oslo_log import log as logging
 import sqlalchemy as sa
 
-from placement_quota.ledger.db import engine
 from placement_quota.ledger.db import galera
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
 
 LOG = logging.getLogger(__name__)
@@ -107,12 +107,12 @@ def purge(ledger, before, states=FINAL, batch_size=DEFAULT_BATCH):
                 sa.select(t.c.id, t.c.project_id)
                 .where(_purgeable(before, states), t.c.id > after)
                 .order_by(t.c.id).limit(batch_size)).all()
+            if max_rows is None:
+                max_rows = _max_ws_rows(txn.connection)
+            if found and max_rows:
+                found = _within(txn.connection, found, max_rows)
         if not found:
             break
-        if max_rows is None:
-            max_rows = _max_ws_rows(ledger)
-        if max_rows:
-            found = _within(ledger, found, max_rows)
         after = found[-1].id
         with ledger.transaction(sorted({r.project_id for r in found})) \
                 as txn:
@@ -125,26 +125,25 @@ def purge(ledger, before, states=FINAL, batch_size=DEFAULT_BATCH):
     return _counts(totals.items()), batches
 
 
-def _max_ws_rows(ledger):
-    """The most rows one transaction may write on the ledger's Galera
-    cluster (``wsrep_max_ws_rows``), 0 for no bound (or no Galera)."""
-    if ledger.dialect not in engine.MYSQL:
+def _max_ws_rows(connection):
+    """The most rows one transaction may write on the Galera cluster of
+    ``connection`` (``wsrep_max_ws_rows``), 0 for no bound (or no
+    Galera: the connection knows, see ledger/db/locks.py)."""
+    if not locks.galera(connection):
         return 0
-    with ledger.reader() as txn:
-        node = galera.read(txn.connection)
+    node = galera.read(connection)
     return node.max_ws_rows if node is not None else 0
 
 
-def _within(ledger, found, max_rows):
+def _within(connection, found, max_rows):
     """The first of the candidate entries ``found`` whose purge writes at
     most ``max_rows`` rows (at least one entry; alone, it may be
     refused: the error says why)."""
     c = models.charges
-    with ledger.reader() as txn:
-        charges = dict(txn.connection.execute(
-            sa.select(c.c.lease_row, sa.func.count())
-            .where(c.c.lease_row.in_([r.id for r in found]))
-            .group_by(c.c.lease_row)).all())
+    charges = dict(connection.execute(
+        sa.select(c.c.lease_row, sa.func.count())
+        .where(c.c.lease_row.in_([r.id for r in found]))
+        .group_by(c.c.lease_row)).all())
     kept, rows = [], 0
     for row in found:
         rows += 3 + charges.get(row.id, 0)

@@ -152,20 +152,22 @@ class TestConflicts(base.LedgerTestCase):
         self.assertIsNone(admit.conflict(
             ledger_errors.LedgerUnavailable('down')))
 
-    def test_a_denial_raised_while_handling_a_conflict_is_an_answer(self):
+    def raised_while_handling_a_conflict(self, error):
+        """``error``, raised while a LedgerConflict was handled."""
         try:
             try:
                 raise ledger_errors.LedgerConflict('Deadlock found')
             except ledger_errors.LedgerConflict:
-                raise filters_base.EnforcementDenied('no')
-        except filters_base.EnforcementDenied as denial:
-            self.assertIsNone(admit.conflict(denial))
+                raise error
+        except type(error) as raised:
+            return raised
+
+    def test_a_denial_raised_while_handling_a_conflict_is_an_answer(self):
+        self.assertIsNone(admit.conflict(
+            self.raised_while_handling_a_conflict(
+                filters_base.EnforcementDenied('no'))))
 
     def test_an_outage_raised_while_handling_a_conflict_is_an_outage(self):
-        try:
-            try:
-                raise ledger_errors.LedgerConflict('Deadlock found')
-            except ledger_errors.LedgerConflict:
-                raise ledger_errors.LedgerUnavailable('connection lost')
-        except ledger_errors.LedgerUnavailable as outage:
-            self.assertIsNone(admit.conflict(outage))
+        self.assertIsNone(admit.conflict(
+            self.raised_while_handling_a_conflict(
+                ledger_errors.LedgerUnavailable('connection lost'))))
