@@ -177,7 +177,8 @@ class ProjectAPI:
         keystonemiddleware sets (oslo.context). Under noauth
         (``trust_roles_header`` False) a request without ``X-Roles`` has
         the roles of ``noauth_roles``, and ``X-Roles`` only lowers them,
-        as in the admin API."""
+        as in the admin API; the roles they imply are added, as Keystone
+        adds them to a token (member: reader too)."""
         context = oslo_context.RequestContext.from_environ(
             environ, overwrite=False)
         roles = [r for r in context.roles if r]
@@ -187,6 +188,8 @@ class ProjectAPI:
             else:
                 roles = [r for r in roles
                          if r.lower() in self._noauth_ceiling]
+            # What Keystone puts in a token: the roles implied too.
+            roles = sorted(admin_app.noauth_ceiling(roles))
         context.roles = roles
         return context.to_policy_values()
 

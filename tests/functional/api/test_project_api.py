@@ -27,13 +27,18 @@ import shutil
 import tempfile
 import uuid
 
+import fixtures
 import testtools
 import webob
 
 from placement_quota.api.enforcement import app as api_app
 from placement_quota.filters import chain as chain_mod
+from placement_quota.placement import client as placement_client
+from placement_quota import services as services_mod
 from tests import builders
 from tests.fixtures import enforcement
+from tests.fixtures import placement as placement_fixtures
+from tests.functional import test_faults
 
 PROJECT_A = 'project-a'
 PROJECT_B = 'project-b'
@@ -71,11 +76,15 @@ class ProjectAPITestCase(testtools.TestCase):
             max_leases_per_user=('enforcement', 3),
             reservation_max_length=('enforcement', 7 * 86400),
             max_request_body_size=('api', BODY_LIMIT),
-            connection=('ledger', 'sqlite:///' + os.path.join(
-                cls.workdir, 'ledger.sqlite')),
-            embedded_state_dir=('placement', os.path.join(
-                cls.workdir, 'placement')))
-        cls.chain = chain_mod.FilterChain(cls.conf)
+            connection=('database', 'sqlite:///' + os.path.join(
+                cls.workdir, 'ledger.sqlite')))
+        # The embedded Placement of this process (one per process).
+        cls.placement = placement_fixtures.PlacementInProcess()
+        cls.placement.setUp()
+        cls.services = services_mod.Services(
+            cls.conf, placement=placement_client.PlacementClient.from_endpoint(
+                cls.placement.endpoint, cls.placement.headers))
+        cls.chain = chain_mod.FilterChain(cls.conf, services=cls.services)
         cls.app = api_app.make_app(cls.conf, cls.chain)
         cls.leases = [future_lease(1, name='first'),
                       future_lease(3, name='second'),
@@ -85,7 +94,8 @@ class ProjectAPITestCase(testtools.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        cls.chain.services.close()
+        cls.services.close()
+        cls.placement.cleanUp()
         shutil.rmtree(cls.workdir, ignore_errors=True)
         super().tearDownClass()
 
@@ -265,7 +275,7 @@ class TestErrors(ProjectAPITestCase):
         body['end_date'] = 'tomorrow'
         self.assertError(400, self.call('/v1/projects/%s/quote' % PROJECT_A,
                                         method='POST', body=body),
-                         field='end_date', value='tomorrow')
+                         field='lease.end_date', value='tomorrow')
 
     def test_quote_body_over_the_limit_is_413(self):
         body = future_lease(7, name='x' * (BODY_LIMIT + 1))
@@ -345,3 +355,26 @@ class TestMetrics(ProjectAPITestCase):
         self.assertIn('route="/v1/projects/{project_id}/leases/{lease_id}/'
                       'extension"', text)
         self.assertNotIn('route="/v1/projects/%s' % PROJECT_A, text)
+
+
+class TestOutage(testtools.TestCase):
+
+    def test_quote_needing_a_placement_that_refuses_is_503(self):
+        workdir = self.useFixture(fixtures.TempDir()).path
+        conf = enforcement.config(
+            enabled_filters=('enforcement', ['LeaseCountFilter']),
+            count_host_resources=('ledger', True),
+            connection=('database', 'sqlite:///' + os.path.join(
+                workdir, 'ledger.sqlite')))
+        services = services_mod.Services(
+            conf, placement=placement_client.PlacementClient.from_endpoint(
+                test_faults.closed_port()))
+        self.addCleanup(services.close)
+        app = api_app.make_app(conf, chain_mod.FilterChain(
+            conf, services=services))
+        response = webob.Request.blank(
+            '/v1/projects/%s/quote' % PROJECT_A, method='POST',
+            content_type='application/json',
+            body=json.dumps(future_lease(1)).encode()).get_response(app)
+        self.assertEqual(503, response.status_int, response.text)
+        self.assertIn('Placement', response.json['message'])
