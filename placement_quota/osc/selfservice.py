@@ -23,6 +23,11 @@ the service's policy decides what the user's token may read.
 ``openstack reservation lease create`` (it subclasses that command and
 builds the same lease body), and creates nothing: it asks whether the
 lease would be allowed and what it would cost.
+
+Exit status, as every placement-quota command: 0 answered (``quote``: the
+lease would be allowed), 1 ``quote``'s lease would be denied, 2 no answer
+(bad input, refused by the policy, the service unreachable) with one line
+``placement-quota: ...`` on stderr.
 """
 
 import re
@@ -37,6 +42,7 @@ from keystoneauth1 import exceptions as ks_exceptions
 from openstackclient.identity import common as identity_common
 from osc_lib import exceptions as osc_exceptions
 
+from placement_quota.cmd import main
 from placement_quota.osc import plugin
 
 _PROJECTS = '/v1/projects/%s'
@@ -81,6 +87,24 @@ def _call(command, method, path, **kwargs):
     return document
 
 
+class _Guarded:
+    """Failures exit 2 with one line on stderr (as
+    :class:`placement_quota.cmd.common.Guarded`): the shell's exit 1 would
+    read as "the answer is no"."""
+
+    #: The user's own token: the shell authenticates before the command.
+    auth_required = True
+
+    def run(self, parsed_args):
+        try:
+            return super().run(parsed_args)
+        except BrokenPipeError:
+            raise
+        except Exception as exc:
+            main.fail(getattr(exc, 'message', None) or str(exc) or
+                      type(exc).__name__)
+
+
 def _project_id(command, name_or_id):
     """The ID of the project ``name_or_id``; the token's project when
     None. A name the user may not look up is taken as an ID (as
@@ -118,12 +142,10 @@ def _show(parsed_args, document, flat):
     return tuple(zip(*sorted(document.items()))) or ((), ())
 
 
-class QuotaShow(lister.Lister):
+class QuotaShow(_Guarded, lister.Lister):
     """The limits of a project (and of a user in it): each enabled
     filter's limit, what is in use now and the peak of the coming days,
     and the credits left."""
-
-    auth_required = True
 
     COLUMNS = ('Filter', 'Resource', 'Scope', 'Limit', 'In use', 'Peak',
                'Peak at', 'Unit')
@@ -190,12 +212,16 @@ class QuotaShow(lister.Lister):
         return rows
 
 
-class Quote(blazar_leases.CreateLeaseBase):
+class Quote(_Guarded, blazar_leases.CreateLeaseBase):
     """Ask whether a lease would be allowed, and what it would cost,
     without creating it: the options of "openstack reservation lease
-    create"."""
+    create". Exits 1 when it would be denied."""
 
-    auth_required = True
+    allowed = None
+
+    def run(self, parsed_args):
+        status = super().run(parsed_args)
+        return 1 if status == 0 and self.allowed is False else status
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -223,6 +249,7 @@ class Quote(blazar_leases.CreateLeaseBase):
         project_id = _project_id(self, parsed_args.project)
         document = _call(self, 'POST', (_PROJECTS % _quote(project_id))
                          + '/quote', json=body)
+        self.allowed = document.get('allowed')
         return _show(parsed_args, document, self._flat)
 
     @staticmethod
@@ -244,11 +271,9 @@ class Quote(blazar_leases.CreateLeaseBase):
         return {k: _text(v) for k, v in found.items()}
 
 
-class LeaseExtension(show.ShowOne):
+class LeaseExtension(_Guarded, show.ShowOne):
     """How far a lease could be extended now, and which filter would
     refuse more."""
-
-    auth_required = True
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

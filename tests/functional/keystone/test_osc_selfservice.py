@@ -91,11 +91,13 @@ class TestSelfServiceCommands(api.ProjectAPIWithKeystone,
             (quoted['allowed'], quoted['lease']['name'],
              'maybe' in [lease['name'] for lease in leases]))
 
-    def test_quote_names_the_filter_that_would_deny(self):
-        quoted = self.assertSucceeded(self.openstack(
+    def test_quote_that_would_be_denied_exits_1_naming_the_filter(self):
+        result = self.openstack(
             'quote', 'too-long', '--start-date', _date(10), '--end-date',
             _date(20), '--reservation',
-            'resource_type=physical:host,min=1,max=1', '-f', 'json'))
+            'resource_type=physical:host,min=1,max=1', '-f', 'json')
+        self.assertEqual(1, result.returncode, result.stderr)
+        quoted = json.loads(result.stdout)
         self.assertEqual((False, 'MaximumReservationLengthFilter'),
                          (quoted['allowed'], quoted['denied_by']))
 
@@ -109,7 +111,7 @@ class TestSelfServiceCommands(api.ProjectAPIWithKeystone,
     def test_another_project_is_refused_with_the_rule(self):
         result = self.openstack('quota', 'show', '--project',
                                 self.project_b)
-        self.assertEqual(1, result.returncode, result.stdout)
+        self.assertEqual(2, result.returncode, result.stdout)
         self.assertIn('403', result.stderr)
         self.assertIn('placement_quota:project:show', result.stderr)
         self.assertNotIn('Traceback', result.stderr)
@@ -118,7 +120,12 @@ class TestSelfServiceCommands(api.ProjectAPIWithKeystone,
         closed = test_faults.closed_port()
         result = self.openstack('quota', 'show',
                                 OS_RESERVATION_QUOTA_URL=closed)
-        self.assertEqual(1, result.returncode, result.stdout)
+        self.assertEqual(2, result.returncode, result.stdout)
         self.assertIn('Cannot reach the placement-quota service',
                       result.stderr)
         self.assertIn(closed, result.stderr)
+
+    def test_quote_without_a_reservation_is_bad_input(self):
+        result = self.openstack('quote', 'empty', '--end-date', _date(1))
+        self.assertEqual(2, result.returncode, result.stdout)
+        self.assertNotIn('Traceback', result.stderr)
