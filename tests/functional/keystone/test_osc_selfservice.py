@@ -129,3 +129,18 @@ class TestSelfServiceCommands(api.ProjectAPIWithKeystone,
         result = self.openstack('quote', 'empty', '--end-date', _date(1))
         self.assertEqual(2, result.returncode, result.stdout)
         self.assertNotIn('Traceback', result.stderr)
+
+    def test_quote_table_lists_each_filters_answer(self):
+        result = self.openstack(
+            'quote', 'too-long-table', '--start-date', _date(10),
+            '--end-date', _date(20), '--reservation',
+            'resource_type=physical:host,min=1,max=1')
+        self.assertEqual(1, result.returncode, result.stderr)
+        self.assertIn('MaximumReservationLengthFilter: denied (',
+                      result.stdout)
+        self.assertIn('LeaseCountFilter: allowed', result.stdout)
+
+    def test_quota_show_table_names_the_user_of_per_user_limits(self):
+        result = self.openstack('quota', 'show')
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertIn('user %s' % self.users['member'].id, result.stdout)
