@@ -170,3 +170,42 @@ class TestUsageAndLeases(ViewTestCase):
         self.assertEqual([('lease-1', 24.0, 12.0)],
                          [(f['lease_id'], f['charged'], f['refunded'])
                           for f in found])
+
+
+class TestTreeAndNovaLimits(ViewTestCase):
+    """Strict two-level limits (registered for every project) and Nova's
+    quota (from a limits file, without Nova's own usage)."""
+
+    def setUp(self):
+        super().setUp()
+        path = self.tmp + '/nova-limits.yaml'
+        with open(path, 'w') as f:
+            f.write('registered_limits:\n  servers: 4\n')
+        self.set(registered_limits={'hosts': 5}, group='limits')
+        self.set(tree_limit_resources=['hosts'], nova_quota_source='file',
+                 nova_quota_limits_file=path,
+                 nova_quota_include_usage=False)
+        self.service_chain = self.chain('ProjectTreeLimitFilter',
+                                        'NovaQuotaFilter')
+        self.selfservice = service.SelfService(self.service_chain)
+        self.create_as('u', lease(day(1), day(3), hosts('a', 'b')))
+        self.create_as('u', lease(day(2), day(4), hosts('c')))
+
+    def test_tree_limit_shows_the_roots_limit_and_the_trees_peak(self):
+        found = self.measure(self.limits(), 'ProjectTreeLimitFilter',
+                             'hosts', 'tree')
+        self.assertEqual((5, 2, 3, self.project),
+                         (found['limit'], found['in_use'],
+                          found['peak']['amount'], found['project_id']))
+
+    def test_nova_quota_counts_reserved_hosts_as_servers(self):
+        found = self.measure(self.limits(), 'NovaQuotaFilter', 'servers',
+                             'project')
+        self.assertEqual((4, 2, 3), (found['limit'], found['in_use'],
+                                     found['peak']['amount']))
+
+    def test_the_room_the_view_shows_is_the_room_the_check_gives(self):
+        # Nova's quota leaves 4 - 3 = 1 server at the peak.
+        self.assertDenied(self.create_as, 'u',
+                          lease(day(2), day(3), hosts('d', 'e')))
+        self.create_as('u', lease(day(2), day(3), hosts('d')))
