@@ -170,15 +170,19 @@ def metrics_app(environ, start_response):
 
 class RequestMetrics:
     """WSGI middleware: the duration of each request, by route (one of
-    ``routes``, else ``other``) and status class."""
+    ``routes``, else what ``route_of`` answers for the path -- a route
+    template such as ``/v1/projects/{project_id}/limits`` -- else
+    ``other``) and status class."""
 
-    def __init__(self, app, routes):
+    def __init__(self, app, routes, route_of=None):
         self.app = app
         self.routes = frozenset(routes)
+        self.route_of = route_of or (lambda path: None)
 
     def __call__(self, environ, start_response):
         path = environ.get('PATH_INFO', '') or '/'
-        route = path if path in self.routes else 'other'
+        route = path if path in self.routes else (
+            self.route_of(path) or 'other')
         started = time.perf_counter()
         seen = []
 

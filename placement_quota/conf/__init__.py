@@ -33,9 +33,11 @@ from placement_quota.conf import limits
 from placement_quota.conf import nova
 from placement_quota.conf import placement
 from placement_quota.conf import reconcile
+from placement_quota.conf import self_service
 
 MODULES = (accounts, admin_api, api, enforcement, external, keystone,
-           ledger, lifecycle, limits, nova, placement, reconcile)
+           ledger, lifecycle, limits, nova, placement, reconcile,
+           self_service)
 
 
 def register_opts(conf):

@@ -25,17 +25,30 @@ opts = [
     cfg.StrOpt(
         'auth_strategy', default='noauth', choices=[
             ('noauth', 'No authentication: for the embedded default and '
-                       'for a service reachable only by blazar-manager.'),
+                       'for a service reachable only by blazar-manager. '
+                       'Callers of the project API have the roles of '
+                       'noauth_roles.'),
             ('keystone', 'keystonemiddleware auth_token validates the '
                          'X-Auth-Token of each request (configure '
-                         '[keystone_authtoken]); the token must carry one of '
-                         'service_roles.')],
+                         '[keystone_authtoken]); on the enforcement '
+                         'endpoints the token must carry one of '
+                         'service_roles, on the project API '
+                         '(/v1/projects/...) the policy rules decide.')],
         help='How callers of the enforcement API are authenticated.'),
     cfg.ListOpt(
         'service_roles', default=['service'],
         help='With auth_strategy = keystone, a token must carry at least one '
              'of these roles (the role of the blazar service user); '
              'otherwise the request is refused with 403.'),
+    cfg.ListOpt(
+        'noauth_roles', default=['admin'],
+        help='With auth_strategy = noauth: the roles of a caller of the '
+             'project API (/v1/projects/...), whose project and user are '
+             'its X-Project-Id and X-User-Id headers; the policy rules then '
+             'check them. An X-Roles header can lower them, never raise '
+             'them: a role it names counts only when these roles grant it '
+             'or a role implying it (admin implies member, member implies '
+             'reader). The enforcement endpoints ignore it.'),
     cfg.HostAddressOpt(
         'bind_host', default='127.0.0.1',
         help='Address ``placement-quota serve`` listens on.'),

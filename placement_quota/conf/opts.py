@@ -29,6 +29,7 @@ from placement_quota.conf import limits
 from placement_quota.conf import nova
 from placement_quota.conf import placement
 from placement_quota.conf import reconcile
+from placement_quota.conf import self_service
 from placement_quota.conf import scheduler
 
 
@@ -39,7 +40,7 @@ def list_opts():
     groups = {}
     for module in (accounts, admin_api, api, enforcement, external,
                    keystone, ledger, lifecycle, limits, nova, placement,
-                   reconcile):
+                   reconcile, self_service):
         groups.update(module.list_opts())
     groups.update(scheduler.list_opts())
     return [(group, opts) for group, opts in groups.items()]

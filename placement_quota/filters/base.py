@@ -109,6 +109,16 @@ class BaseFilter(metaclass=abc.ABCMeta):
         return any(getattr(self.conf.enforcement, opt.dest)
                    for opt in self.enforcement_opts)
 
+    def describe(self, probe):
+        """The limits this filter enforces on ``probe``'s project (and on
+        the user asking, ``probe.owner``), with what counts against them
+        now and at the peak of ``probe``'s window: a list of
+        :class:`~placement_quota.filters.measures.Measure`. ``probe`` is
+        an :class:`~placement_quota.ledger.admission.Admission` of an
+        empty lease over that window, on a ledger reader (no lock). A
+        filter that sets no such limit describes none (the default)."""
+        return []
+
     def deny(self, message):
         """Return the denial to raise, labelled with this filter's name."""
         return EnforcementDenied(message, filter_name=self.name)

@@ -277,7 +277,12 @@ class FilterChain:
             return []
         return [f for f in self.filters if getattr(f, 'side_effects', False)]
 
-    def _asked(self):
+    def _asked(self, dry=False):
+        """The filters asked: all, but those with ``side_effects`` when
+        the chain is dry (or this admission, ``dry``)."""
+        if dry and self.record:
+            return [f for f in self.filters
+                    if not getattr(f, 'side_effects', False)]
         skipped = self.not_asked
         return [f for f in self.filters if f not in skipped]
 
@@ -288,9 +293,13 @@ class FilterChain:
             return True
         return False
 
-    def _run(self, method, context, leases, adm, allowed=None):
+    def _run(self, method, context, leases, adm, allowed=None,
+             outcomes=None):
         """Each filter's ``method`` in order (the ledger filters'
-        ``check`` on the admission ``adm``): the first denial stops.
+        ``check`` on the admission ``adm``): the first denial stops --
+        unless ``outcomes`` (a dict) is given: then every filter is asked
+        (those with ``side_effects`` excepted), and ``outcomes[filter]``
+        is its denial, or None when it allowed.
 
         ``allowed`` (a set kept across the attempts of one admission) holds
         the filters that do not use the ledger and allowed the lease
@@ -298,7 +307,7 @@ class FilterChain:
         again (their answer does not depend on the ledger, and asking may
         change something elsewhere). A conflict passes as it is, to be
         run again."""
-        for filter_ in self._asked():
+        for filter_ in self._asked(dry=outcomes is not None):
             if allowed is not None and filter_ in allowed:
                 continue
             try:
@@ -308,8 +317,13 @@ class FilterChain:
                     getattr(filter_, method)(context, *leases)
                     if allowed is not None:
                         allowed.add(filter_)
+                if outcomes is not None:
+                    outcomes[filter_] = None
             except base.EnforcementDenied as denial:
                 denial.filter_name = denial.filter_name or filter_.name
+                if outcomes is not None:
+                    outcomes[filter_] = denial
+                    continue
                 LOG.info('%s denied %s for project %s: %s', filter_.name,
                          method, context.project_id, denial)
                 raise
@@ -328,21 +342,24 @@ class FilterChain:
                               filter_.name, method)
                 raise FilterError(filter_.name, exc) from exc
 
-    def _admission(self, kind, context, lease, decide, current_lease=None):
+    def _admission(self, kind, context, lease, decide, current_lease=None,
+                   record=None):
         """``decide(admission)`` in one ledger admission around the whole
         chain, when a filter uses the ledger (else ``decide(None)``): the
         filters decide on one locked view, and the lease is recorded once,
-        after all of them allowed it. A conflict runs ``decide`` again
+        after all of them allowed it (unless the chain, or ``record=False``,
+        makes it dry). A conflict runs ``decide`` again
         (:func:`~placement_quota.filters.admit.run`)."""
         if not self.ledger_filters:
             decide(None)
             return
+        record = self.record if record is None else record
         plan = admit_mod.plan(self.services, self.ledger_filters, kind,
                               context, lease, guard=self._guard)
         try:
             admit_mod.run(self.services, plan, kind, context, lease, decide,
-                          current_lease, self.record)
-            if self.record:
+                          current_lease, record)
+            if record:
                 metrics.ADMISSIONS.labels('recorded').inc()
         except (base.EnforcementDenied, lease_model.PayloadError):
             metrics.ADMISSIONS.labels('denied').inc()
@@ -458,6 +475,48 @@ class FilterChain:
                               'project %s; the lease ends anyway.',
                               filter_.name, context.project_id)
 
+    def evaluate(self, kind, context, lease, current_lease=None,
+                 inspect=None):
+        """Ask every filter about a create (``kind`` CHECK_CREATE) or an
+        update of ``lease``, in one dry admission, and record nothing:
+        an :class:`Evaluation`. Unlike a check, a denial does not stop
+        the others from being asked; the decision is the first denial, in
+        the chain's order, as a check would make it. Filters with
+        ``side_effects`` are not asked. ``inspect(admission)``, when
+        given, is called on the admission after the filters (its answer
+        is :attr:`Evaluation.found`). Outages and failures raise as in a
+        check; a bad payload raises :class:`~placement_quota.lease.model.
+        PayloadError`."""
+        context = lease_model.Context.coerce(context)
+        lease = lease_model.Lease.coerce(lease)
+        if current_lease is not None:
+            current_lease = lease_model.Lease.coerce(current_lease,
+                                                     'current_lease')
+        if self._exempt(context):
+            return Evaluation(self.filters, {}, exempt=True)
+        if kind == admission_mod.CHECK_CREATE:
+            method, leases = 'check_create', (lease,)
+        else:
+            method, leases = 'check_update', (current_lease, lease)
+        outcomes, allowed, found = {}, set(), {}
+
+        def decide(adm):
+            self._run(method, context, leases, adm, allowed, outcomes)
+            if inspect is not None and adm is not None:
+                found['found'] = inspect(adm)
+
+        try:
+            self._admission(kind, context, lease, decide, current_lease,
+                            record=False)
+        except base.EnforcementDenied as denial:
+            # Refused before the filters were asked on the ledger (a
+            # flavor that cannot be counted; an update of an ended lease).
+            by = next((f for f in self.filters
+                       if f.name == denial.filter_name), None)
+            return Evaluation(self.filters, outcomes, refused=(by, denial))
+        return Evaluation(self.filters, outcomes,
+                          found=found.get('found'))
+
     def run(self, request):
         """Run a parsed :class:`~placement_quota.lease.model.Request`."""
         if request.kind == 'check-create':
@@ -467,3 +526,41 @@ class FilterChain:
                               request.lease)
         else:
             self.on_end(request.context, request.lease)
+
+
+#: An outcome of :class:`Evaluation`: the filter was not asked.
+NOT_ASKED = object()
+
+
+class Evaluation:
+    """What every filter of a chain answered about one lease
+    (:meth:`FilterChain.evaluate`)."""
+
+    def __init__(self, filters, outcomes, exempt=False, refused=None,
+                 found=None):
+        self.filters = list(filters)
+        self.exempt = exempt
+        #: ``(filter or None, denial)`` when the admission refused the
+        #: lease before asking the filters on the ledger.
+        self.refused = refused
+        #: What the evaluation's ``inspect`` found.
+        self.found = found
+        self.outcomes = {f: outcomes.get(f, NOT_ASKED) for f in filters}
+        if refused is not None and refused[0] is not None:
+            self.outcomes[refused[0]] = refused[1]
+
+    @property
+    def denial(self):
+        """The first denial, in the chain's order (what a check would
+        raise), or None when every filter asked allowed."""
+        if self.refused is not None:
+            return self.refused[1]
+        for filter_ in self.filters:
+            outcome = self.outcomes[filter_]
+            if isinstance(outcome, base.EnforcementDenied):
+                return outcome
+        return None
+
+    @property
+    def allowed(self):
+        return self.denial is None

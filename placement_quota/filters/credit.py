@@ -42,6 +42,7 @@ from typing import Mapping
 from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
+from placement_quota.filters import measures
 from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import shares
 from placement_quota.ledger import store
@@ -168,20 +169,35 @@ class CreditFilter(ledger_base.LedgerFilter):
         super().__init__(conf, services)
         _validate_class_rates(conf.enforcement.credit_class_rates)
 
-    def check(self, admission):
+    def rate_of(self, admission):
+        """Micro-credits an hour of the admission's lease (its new state,
+        for an update)."""
         self.deny_unaccounted(admission.lease)
-        rate = hourly_rate(admission.lease, self.conf.enforcement,
-                           flavors=admission.flavors)
-        rate_micro = store.to_micro(rate)
+        return store.to_micro(hourly_rate(
+            admission.lease, self.conf.enforcement,
+            flavors=admission.flavors))
+
+    @staticmethod
+    def allocation_of(admission):
+        """The allocation the admission's lease is charged to: the one
+        its entry was charged to (an update), else the project's
+        allocation in force at the lease's start; None when there is
+        none."""
         txn = admission.txn
         entry = admission.entry
-        allocation = None
         if entry is not None and entry.allocation_id is not None:
-            allocation = _allocation_by_id(txn, admission.project_id,
-                                           entry.allocation_id)
-        if allocation is None:
-            allocation = txn.allocation(admission.project_id,
-                                        admission.start)
+            found = _allocation_by_id(txn, admission.project_id,
+                                      entry.allocation_id)
+            if found is not None:
+                return found
+        return txn.allocation(admission.project_id, admission.start)
+
+    def check(self, admission):
+        rate_micro = self.rate_of(admission)
+        rate = store.from_micro(rate_micro)
+        txn = admission.txn
+        entry = admission.entry
+        allocation = self.allocation_of(admission)
         cost = store.cost(rate_micro, admission.start, admission.end)
         hours = store.hours(admission.start, admission.end)
         rate_text = '%.4g' % rate
@@ -218,6 +234,61 @@ class CreditFilter(ledger_base.LedgerFilter):
                 '%s.' % (asked, admission.project_id, credits(remaining),
                          credits(allocation.amount)))
         self._check_share(admission, delta, what)
+
+    def price_of(self, admission):
+        """What the admission's lease costs, for a quote: ``{'cost',
+        'hourly_rate', 'hours', 'charge', 'balance', 'balance_after',
+        'allocation_id'}`` (credits; ``charge`` is what this request
+        charges: the cost, less what an update's lease was charged
+        already; the balances are None without an allocation)."""
+        rate_micro = self.rate_of(admission)
+        cost = store.cost(rate_micro, admission.start, admission.end)
+        charge = cost - admission.previously_charged
+        allocation = self.allocation_of(admission)
+        found = {'cost': store.from_micro(cost),
+                 'hourly_rate': store.from_micro(rate_micro),
+                 'hours': round(store.hours(admission.start, admission.end),
+                                4),
+                 'charge': store.from_micro(charge),
+                 'balance': None, 'balance_after': None,
+                 'allocation_id': None}
+        if allocation is not None:
+            balance = allocation.amount - admission.txn.spent(allocation.id)
+            found.update(balance=store.from_micro(balance),
+                         balance_after=store.from_micro(balance - charge),
+                         allocation_id=allocation.id)
+        return found
+
+    def balance_of(self, probe):
+        """The project's credits at ``probe.start`` (now), for the
+        project view: ``{'allocation', 'spent', 'balance', 'user'}``
+        (credits), or None when no allocation is in force then."""
+        txn = probe.txn
+        allocation = txn.allocation(probe.project_id, probe.start)
+        if allocation is None:
+            return None
+        spent = txn.spent(allocation.id)
+        found = {
+            'allocation': {
+                'id': allocation.id,
+                'amount': store.from_micro(allocation.amount),
+                'start_date': measures.iso(allocation.start_date),
+                'end_date': measures.iso(allocation.end_date)},
+            'spent': store.from_micro(spent),
+            'balance': store.from_micro(allocation.amount - spent),
+            'user': None}
+        owner = probe.owner
+        if owner:
+            connection = txn.connection
+            share = shares.share(connection, probe.project_id, owner)
+            user_spent = shares.spent(connection, probe.project_id, owner)
+            found['user'] = {
+                'user_id': owner,
+                'share': None if share is None else store.from_micro(share),
+                'spent': store.from_micro(user_spent),
+                'left': (None if share is None else
+                         store.from_micro(max(0, share - user_spent)))}
+        return found
 
     def _check_share(self, admission, delta, what):
         """The lease's owner may not spend past their share of the

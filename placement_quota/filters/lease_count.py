@@ -21,6 +21,7 @@ its lease and never changes the count.
 from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
+from placement_quota.filters import measures
 
 
 class LeaseCountFilter(ledger_base.LedgerFilter):
@@ -38,6 +39,14 @@ class LeaseCountFilter(ledger_base.LedgerFilter):
             return None
         return ('it sets no limit ([enforcement] max_leases_per_project '
                 'is 0)')
+
+    def describe(self, probe):
+        limit = self.conf.enforcement.max_leases_per_project
+        if not limit:
+            return []
+        return [measures.Measure(
+            self.name, 'leases', measures.PROJECT, limit, 'leases',
+            in_use=probe.open_leases(), project_id=probe.project_id)]
 
     def check(self, admission):
         limit = self.conf.enforcement.max_leases_per_project

@@ -24,6 +24,7 @@ import datetime
 from oslo_config import cfg
 
 from placement_quota.filters import base
+from placement_quota.filters import measures
 
 
 def _human(seconds):
@@ -71,13 +72,24 @@ class MaximumReservationLengthFilter(base.BaseFilter):
                     'is 0 and max_lease_duration is -1)')
         return None
 
-    def _check(self, context, lease, field):
-        limit = self.max_length
-        if limit is None:
-            return
-        context = self.context(context)
+    def limit_for(self, project_id):
+        """The limit in seconds on the leases of ``project_id``, or None:
+        no limit, or the project is exempt."""
         exempt = self.conf.enforcement.max_lease_duration_exempt_project_ids
-        if context.project_id in exempt:
+        if project_id in exempt:
+            return None
+        return self.max_length
+
+    def describe(self, probe):
+        limit = self.limit_for(probe.project_id)
+        if limit is None:
+            return []
+        return [measures.Measure(self.name, 'lease_length', measures.LEASE,
+                                 limit, 'seconds')]
+
+    def _check(self, context, lease, field):
+        limit = self.limit_for(self.context(context).project_id)
+        if limit is None:
             return
         lease = self.lease(lease, field)
         length = lease.duration.total_seconds()

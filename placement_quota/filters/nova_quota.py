@@ -65,6 +65,7 @@ from oslo_log import log as logging
 
 from placement_quota.nova import quotas
 from placement_quota.filters import ledger_base
+from placement_quota.filters import measures
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
 from placement_quota.lease import model as lease_model
@@ -440,6 +441,30 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
             lease, flavors=flavors) if r.startswith(
                 accounting.CLASS_PREFIX))
 
+    def quota_intervals(self, admission):
+        """What the project holds reserved over the admission's window
+        (the lease itself left out), in Nova's quota resources."""
+        return [window.Interval(i.start, i.end, self._convert(i.amounts))
+                for i, row in admission.intervals()]
+
+    def describe(self, probe):
+        limits, in_use = self.reader.read(probe.project_id)
+        resources = sorted(r for r, limit in limits.items() if limit >= 0)
+        if not resources:
+            return []
+        now, peaks = measures.now_and_peaks(
+            self.quota_intervals(probe), probe.start, probe.end, resources)
+        found = []
+        for resource in resources:
+            used = in_use.get(resource, 0)
+            peak = peaks[resource]
+            found.append(measures.Measure(
+                self.name, resource, measures.PROJECT, limits[resource],
+                resource, in_use=used + now[resource],
+                peak=dataclasses.replace(peak, amount=peak.amount + used),
+                project_id=probe.project_id))
+        return found
+
     def check(self, admission):
         self.deny_unaccounted(admission.lease)
         asked = self._convert(admission.amounts)
@@ -451,11 +476,8 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
                 r for r in asked if r.startswith(accounting.CLASS_PREFIX)])
         else:
             limits, in_use = self._current(admission, read)
-        intervals = [window.Interval(i.start, i.end,
-                                     self._convert(i.amounts))
-                     for i, row in admission.intervals()]
-        peaks = window.peaks(intervals, admission.start, admission.end,
-                             asked)
+        peaks = window.peaks(self.quota_intervals(admission),
+                             admission.start, admission.end, asked)
         for resource, amount in sorted(asked.items()):
             limit = limits.get(resource, -1)
             peak = peaks[resource]

@@ -24,6 +24,7 @@ unknown_reservation_types = allow``.
 from oslo_config import cfg
 
 from placement_quota.filters import base
+from placement_quota.filters import measures
 from placement_quota.lease import amounts as accounting
 from placement_quota.lease import model as lease_model
 
@@ -70,6 +71,17 @@ class ReservationSizeFilter(base.BaseFilter):
         group = self.conf.enforcement
         return {resource: getattr(group, 'max_%s_per_%s' % (
             resource, scope), 0) for resource, _, _ in _KINDS}
+
+    def describe(self, probe):
+        found = []
+        for scope in (measures.RESERVATION, measures.LEASE):
+            limits = self._limits(scope)
+            for resource, _, noun in _KINDS:
+                if limits.get(resource):
+                    found.append(measures.Measure(
+                        self.name, resource, scope, limits[resource],
+                        noun))
+        return found
 
     def _check(self, lease, field):
         lease = self.lease(lease, field)

@@ -35,6 +35,7 @@ import time
 from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
+from placement_quota.filters import measures
 from placement_quota.ledger import window
 from placement_quota.limits import tree as tree_mod
 
@@ -116,6 +117,47 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
             return tree.effective_limit(project_id, resource)
         return tree.default_limit(resource)
 
+    def scopes(self, tree, admission, resources):
+        """``[(scope, project_id, limit_of, intervals)]``: the limits a
+        lease of the admission's project must fit, in the order they are
+        checked -- the project's own (a child's, capped at its parent's)
+        and the root's over the whole tree -- with the intervals that
+        count against each (``limit_of(resource)``)."""
+        project_id = admission.project_id
+        known = project_id in tree
+        root = tree.root(project_id) if known else project_id
+        family = tree.family(project_id) if known else [project_id]
+        found = admission.intervals(family)
+        scopes = []
+        if root != project_id:
+            scopes.append((
+                measures.PROJECT, project_id,
+                lambda r: self._limit(tree, project_id, r),
+                [i for i, row in found if row.project_id == project_id]))
+        scopes.append((measures.TREE, root,
+                       lambda r: self._limit(tree, root, r),
+                       [i for i, row in found]))
+        return scopes
+
+    def describe(self, probe):
+        tree = self._tree()
+        listed = self.conf.enforcement.tree_limit_resources
+        resources = sorted(set(listed) if listed else set(tree.resources()))
+        found = []
+        for scope, project_id, limit_of, intervals in self.scopes(
+                tree, probe, resources):
+            now, peaks = measures.now_and_peaks(
+                intervals, probe.start, probe.end, resources)
+            for resource in resources:
+                limit = limit_of(resource)
+                if limit == tree_mod.UNLIMITED:
+                    continue
+                found.append(measures.Measure(
+                    self.name, resource, scope, limit, resource,
+                    in_use=now[resource], peak=peaks[resource],
+                    project_id=project_id))
+        return found
+
     def check(self, admission):
         tree = self._request_tree(admission.project_id)
         self.deny_unaccounted(admission.lease)
@@ -123,31 +165,22 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
         resources = self._resources(tree, asked)
         if not resources:
             return
-        project_id = admission.project_id
-        known = project_id in tree
-        root = tree.root(project_id) if known else project_id
-        family = tree.family(project_id) if known else [project_id]
-        found = admission.intervals(family)
-        own = window.peaks(
-            [i for i, row in found if row.project_id == project_id],
-            admission.start, admission.end, resources)
-        whole = window.peaks(
-            [i for i, row in found], admission.start, admission.end,
-            resources)
+        scopes = [(scope, project_id, limit_of,
+                   window.peaks(intervals, admission.start, admission.end,
+                                resources))
+                  for scope, project_id, limit_of, intervals in self.scopes(
+                      tree, admission, resources)]
         for resource in resources:
             amount = asked[resource]
-            if root != project_id:
-                limit = self._limit(tree, project_id, resource)
-                if tree_mod.over(own[resource].amount + amount, limit):
+            for scope, project_id, limit_of, peaks in scopes:
+                limit = limit_of(resource)
+                if tree_mod.over(peaks[resource].amount + amount, limit):
+                    what = ('project %s' % project_id
+                            if scope == measures.PROJECT
+                            else 'the tree of %s' % project_id)
                     raise self.deny(self._message(
-                        admission, tree, resource, amount, 'project %s'
-                        % project_id, own[resource], limit))
-            # The root's limit holds for the whole tree, root included.
-            limit = self._limit(tree, root, resource)
-            if tree_mod.over(whole[resource].amount + amount, limit):
-                raise self.deny(self._message(
-                    admission, tree, resource, amount,
-                    'the tree of %s' % root, whole[resource], limit))
+                        admission, tree, resource, amount, what,
+                        peaks[resource], limit))
 
     @staticmethod
     def _message(admission, tree, resource, amount, scope, peak, limit):

@@ -33,6 +33,7 @@ project takes.
 from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
+from placement_quota.filters import measures
 from placement_quota.lease import amounts as accounting
 from placement_quota.ledger import window
 
@@ -71,23 +72,67 @@ class UserLimitFilter(ledger_base.LedgerFilter):
         return ('it sets no limit ([enforcement] max_leases_per_user, '
                 'max_hosts_per_user and max_instances_per_user are 0)')
 
+    def _limited(self):
+        """``{option: (resource, noun)}`` of the peak limits set."""
+        group = self.conf.enforcement
+        return {option: PEAK_LIMITS[option]
+                for option in sorted(PEAK_LIMITS) if getattr(group, option)}
+
+    @staticmethod
+    def held_leases(admission, owner):
+        """Pending and active leases ``owner`` holds in the project (the
+        admission's own entry, for an update, included: an update never
+        changes the count)."""
+        return admission.txn.open_count(admission.project_id,
+                                        user_id=owner)
+
+    @staticmethod
+    def own_intervals(admission, owner):
+        """What ``owner`` holds reserved in the project over the
+        admission's window (the lease itself left out)."""
+        return [interval for interval, row in admission.intervals()
+                if row.user_id == owner]
+
+    def describe(self, probe):
+        group = self.conf.enforcement
+        owner = probe.owner
+        if not owner:
+            return []
+        found = []
+        if group.max_leases_per_user:
+            found.append(measures.Measure(
+                self.name, 'leases', measures.USER,
+                group.max_leases_per_user, 'leases',
+                in_use=self.held_leases(probe, owner),
+                project_id=probe.project_id, user_id=owner))
+        limited = self._limited()
+        if limited:
+            resources = [resource for resource, _ in limited.values()]
+            now, peaks = measures.now_and_peaks(
+                self.own_intervals(probe, owner), probe.start, probe.end,
+                resources)
+            for option, (resource, noun) in limited.items():
+                found.append(measures.Measure(
+                    self.name, resource, measures.USER,
+                    getattr(group, option), noun, in_use=now[resource],
+                    peak=peaks[resource], project_id=probe.project_id,
+                    user_id=owner))
+        return found
+
     def check(self, admission):
         group = self.conf.enforcement
         owner = admission.owner
         if not owner:
             return
         if group.max_leases_per_user and admission.entry is None:
-            held = admission.txn.open_count(
-                admission.project_id, user_id=owner)
+            held = self.held_leases(admission, owner)
             if held + 1 > group.max_leases_per_user:
                 raise self.deny(
                     'User %s of project %s already holds %d pending or '
                     'active leases; at most %d are allowed per user.'
                     % (owner, admission.project_id, held,
                        group.max_leases_per_user))
-        limited = {option: PEAK_LIMITS[option]
-                   for option in sorted(PEAK_LIMITS)
-                   if getattr(group, option)}
+        limited = self._limited()
         if not limited:
             return
         self.deny_unaccounted(admission.lease)
@@ -95,9 +140,8 @@ class UserLimitFilter(ledger_base.LedgerFilter):
                  for resource, _ in limited.values()}
         if not any(asked.values()):
             return
-        own = [interval for interval, row in admission.intervals()
-               if row.user_id == owner]
-        peaks = window.peaks(own, admission.start, admission.end,
+        peaks = window.peaks(self.own_intervals(admission, owner),
+                             admission.start, admission.end,
                              [r for r, amount in asked.items() if amount])
         for option, (resource, noun) in limited.items():
             if not asked[resource]:

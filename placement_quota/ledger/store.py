@@ -519,6 +519,20 @@ class Transaction:
 
     # --- credits --------------------------------------------------------
 
+    def charges_by_lease(self, project_id):
+        """``{lease row: (charged, refunded)}`` of a project, in
+        micro-credits: the sums of its charges above and below 0."""
+        t = models.charges
+        positive = sa.case((t.c.amount > 0, t.c.amount), else_=0)
+        negative = sa.case((t.c.amount < 0, -t.c.amount), else_=0)
+        rows = self.connection.execute(
+            sa.select(t.c.lease_row, sa.func.sum(positive),
+                      sa.func.sum(negative))
+            .where(t.c.project_id == project_id)
+            .group_by(t.c.lease_row))
+        return {row[0]: (int(row[1] or 0), int(row[2] or 0))
+                for row in rows}
+
     def allocation(self, project_id, at):
         """The credit allocation of a project in force at ``at``: the one
         whose period holds it (open-ended sides hold everything), newest

@@ -29,6 +29,12 @@ or ``placement_quota_config_file`` of the cloud in clouds.yaml), and
 ``--os-placement-quota-config-dir``; without them, the files
 ``placement-quota`` itself finds (``/etc/placement-quota/...``).
 
+The self-service commands (``reservation quota show``, ``reservation
+quote``, ``reservation lease extension``: :mod:`placement_quota.osc.
+selfservice`) call the project API with the shell's session (the user's
+own token): the endpoint of type :data:`SERVICE_TYPE` in the catalog, or
+``--os-reservation-quota-url``.
+
 Placement: ``[placement]`` of that configuration when it has auth options
 or an ``endpoint_override``; otherwise, when the shell has credentials
 (``OS_AUTH_URL``..., ``--os-cloud``), the shell's keystoneauth session
@@ -48,6 +54,10 @@ API_VERSIONS = ('1',)
 
 CONFIG_FILE_ENV = 'OS_PLACEMENT_QUOTA_CONFIG_FILE'
 CONFIG_DIR_ENV = 'OS_PLACEMENT_QUOTA_CONFIG_DIR'
+URL_ENV = 'OS_RESERVATION_QUOTA_URL'
+
+#: The catalog service type of the self-service project API.
+SERVICE_TYPE = 'reservation-quota'
 
 
 def build_option_parser(parser):
@@ -65,6 +75,14 @@ def build_option_parser(parser):
         dest='os_placement_quota_config_dir', metavar='<dir>',
         help='Directory of *.conf files of placement-quota, read after '
              'the configuration files (Env: %s).' % CONFIG_DIR_ENV)
+    parser.add_argument(
+        '--os-reservation-quota-url', dest='os_reservation_quota_url',
+        metavar='<url>', default=os.environ.get(URL_ENV),
+        help='URL of the placement-quota service (its self-service '
+             'project API) for "reservation quota show", "reservation '
+             'quote" and "reservation lease extension", instead of the '
+             'endpoint of type %s in the service catalog (Env: %s).'
+             % (SERVICE_TYPE, URL_ENV))
     return parser
 
 
@@ -144,6 +162,23 @@ class PlacementQuotaClient:
             audit.set_actor(audit.cli_actor())
             self._conf = conf
         return self._conf
+
+    def project_api(self):
+        """A keystoneauth Adapter for the self-service project API, on
+        the shell's session: ``--os-reservation-quota-url`` (or
+        ``reservation_quota_endpoint_override`` of clouds.yaml), else the
+        endpoint of type :data:`SERVICE_TYPE` of the catalog, in the
+        shell's region and interface."""
+        from keystoneauth1 import adapter
+
+        manager = self.client_manager
+        endpoint = (manager._cli_options.config.get('reservation_quota_url')
+                    or manager._override_for(SERVICE_TYPE))
+        return adapter.Adapter(
+            manager.session, service_type=SERVICE_TYPE,
+            region_name=manager.region_name or None,
+            interface=manager.interface, endpoint_override=endpoint,
+            raise_exc=False)
 
     def placement_adapter(self):
         """``(Adapter, description)`` for Placement with the shell's

@@ -20,7 +20,10 @@ barrier (no traceback ever reaches a client), ``/healthcheck``
 :mod:`placement_quota.metrics`), then the routers. The version
 documents are public; the enforcement endpoints sit behind
 keystonemiddleware and a service-role check when ``[api] auth_strategy =
-keystone``.
+keystone``. The paths under ``/v1/projects/`` are the self-service
+project API (:mod:`placement_quota.api.project`), for a project's users:
+behind keystonemiddleware of its own, without the service-role check, its
+policy rules decide.
 """
 
 import random
@@ -34,6 +37,7 @@ from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from placement_quota.api.enforcement import handler as enforcement
+from placement_quota.api.project import app as project_api
 from placement_quota.api import util
 from placement_quota.conf import api as api_conf
 from placement_quota.api import healthcheck as pq_healthcheck
@@ -123,18 +127,26 @@ class ServiceRoleCheck:
 
 
 class Dispatcher:
-    """Send some paths to their own apps, everything else to ``default``.
+    """Send some paths to their own apps, the paths under a prefix of
+    ``prefixes`` to its app, everything else to ``default``.
 
     The public documents and ``/healthcheck`` go around authentication.
     """
 
-    def __init__(self, apps, default):
+    def __init__(self, apps, default, prefixes=None):
         self.apps = apps
         self.default = default
+        self.prefixes = tuple((prefixes or {}).items())
 
     def __call__(self, environ, start_response):
         path = environ.get('PATH_INFO', '').rstrip('/') or '/'
-        app = self.apps.get(path, self.default)
+        app = self.apps.get(path)
+        if app is None:
+            app = self.default
+            for prefix, prefixed in self.prefixes:
+                if path == prefix or path.startswith(prefix + '/'):
+                    app = prefixed
+                    break
         return app(environ, start_response)
 
 
@@ -211,11 +223,14 @@ def make_app(conf, chain):
         util.check_keystone_authtoken(conf)
     apps = dict.fromkeys(documents, public)
     apps['/healthcheck'] = pq_healthcheck.for_chain(conf, chain)
-    dispatcher = Dispatcher(apps, protected)
+    projects = project_api.make_project_app(conf, chain)
+    dispatcher = Dispatcher(apps, protected,
+                            {project_api.PREFIX.rstrip('/'): projects})
     if conf.api.metrics:
         apps['/metrics'] = metrics.metrics_app
         dispatcher = metrics.RequestMetrics(
-            dispatcher, list(apps) + list(enforcement_routes(chain, 0)))
+            dispatcher, list(apps) + list(enforcement_routes(chain, 0)),
+            route_of=project_api.route_label)
     return behind_proxy(conf, RequestId(FaultBarrier(dispatcher)))
 
 

@@ -25,6 +25,7 @@ import webob
 from placement_quota.accounts import service
 from placement_quota.api.admin import app as admin
 from placement_quota.api.enforcement import app as api_app
+from placement_quota.api.project import app as project_app
 from placement_quota import conf as pq_conf
 from placement_quota import filters
 from placement_quota.filters import chain as chain_mod
@@ -117,6 +118,13 @@ class TestAPIReference(testtools.TestCase):
         self.assertEqual(documented('enforcement.inc'),
                          answered(app, enforcement_paths(chain), {}))
 
+    def test_project_routes_are_exactly_the_documented_ones(self):
+        routes = {(method, '/v1/projects/{project_id}/' + '/'.join(
+            '{lease_id}' if part == '*' else part for part in key))
+            for key, methods in project_app.ROUTES.items()
+            for method in methods}
+        self.assertEqual(documented('project.inc'), routes)
+
     def test_the_paths_without_v1_are_stated_as_aliases(self):
         with open(os.path.join(SOURCE, 'enforcement.inc')) as f:
             self.assertIn('served without its ``/v1``', ' '.join(
@@ -169,7 +177,7 @@ class TestAPIReference(testtools.TestCase):
                 json.load(f)
 
     def test_every_included_sample_exists(self):
-        for name in ('enforcement.inc', 'admin.inc'):
+        for name in ('enforcement.inc', 'project.inc', 'admin.inc'):
             with open(os.path.join(SOURCE, name)) as f:
                 for sample in re.findall(r'literalinclude:: (\S+)',
                                          f.read()):

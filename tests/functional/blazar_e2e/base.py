@@ -22,9 +22,10 @@ Everything is real and talks over real sockets:
   processing every second, and the fixture's test double of the dummy VM
   plugin (``virtual:instance``), the only test double here;
 * our enforcement service (:class:`EnforcementFront`): the real app and
-  filter chain (``MaximumReservationLengthFilter``, ``LeaseCountFilter``,
-  ``CreditFilter``) on a SQLite ledger in a temp dir, on a port that stays
-  the same when a test stops and starts it;
+  filter chain (:data:`FILTERS`: every policy but Placement's capacity,
+  which needs hosts in Placement; the Nova quota from a limits file) on a
+  SQLite ledger in a temp dir, on a port that stays the same when a test
+  stops and starts it;
 * our lifecycle listener on Blazar's notifications
   (:class:`LifecycleListener`);
 * a second notification listener, in a pool of its own
@@ -72,9 +73,17 @@ from tests.fixtures import rabbitmq
 
 #: The policies every test runs against, and their limits.
 FILTERS = ['MaximumReservationLengthFilter', 'LeaseCountFilter',
-           'CreditFilter']
+           'CreditFilter', 'ReservationSizeFilter', 'UserLimitFilter',
+           'ProjectTreeLimitFilter', 'NovaQuotaFilter']
 MAX_LENGTH = 7 * 86400
 MAX_LEASES = 3
+# The other filters' limits are past what the lifecycle tests reserve (at
+# most 3 leases of 2 instances of 2 VCPUs and 1024 MB): only the
+# self-service tests reach them.
+MAX_INSTANCES_PER_RESERVATION = 4
+MAX_INSTANCES_PER_USER = 7
+TREE_VCPU_LIMIT = 24
+NOVA_RAM_QUOTA_MB = 12 * 1024
 #: Credits an hour of one instance: 1 plus 1 a VCPU.
 INSTANCE_RATE = 1.0
 VCPU_RATE = 1.0
@@ -357,6 +366,14 @@ class Environment:
 
     def _config(self):
         path = os.path.join(self.workdir, 'placement-quota.conf')
+        nova_limits = os.path.join(self.workdir, 'nova-limits.yaml')
+        with open(nova_limits, 'w') as f:
+            f.write('registered_limits:\n  class:MEMORY_MB: %d\n'
+                    % NOVA_RAM_QUOTA_MB)
+        tree_limits = os.path.join(self.workdir, 'limits.yaml')
+        with open(tree_limits, 'w') as f:
+            f.write('registered_limits:\n  class:VCPU: %d\n'
+                    % TREE_VCPU_LIMIT)
         with open(path, 'w') as f:
             f.write('\n'.join([
                 '[DEFAULT]',
@@ -371,6 +388,15 @@ class Environment:
                 'max_leases_per_project = %d' % MAX_LEASES,
                 'credit_instance_rate = %s' % INSTANCE_RATE,
                 'credit_class_rates = VCPU:%s' % VCPU_RATE,
+                'max_instances_per_reservation = %d'
+                % MAX_INSTANCES_PER_RESERVATION,
+                'max_instances_per_user = %d' % MAX_INSTANCES_PER_USER,
+                'tree_limit_resources = class:VCPU',
+                'nova_quota_source = file',
+                'nova_quota_limits_file = %s' % nova_limits,
+                'nova_quota_include_usage = false',
+                '[limits]',
+                'limits_file = %s' % tree_limits,
                 '[lifecycle]',
                 'pending_timeout = %d' % PENDING_TIMEOUT,
                 'settle_interval = 1',

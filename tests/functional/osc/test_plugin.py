@@ -33,6 +33,10 @@ from tests.functional.cmd import test_cli_tree
 
 OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
 GROUP = 'openstack.%s.v%s' % (plugin.API_NAME, plugin.DEFAULT_API_VERSION)
+#: The commands of a project's users (the project API's clients), not
+#: of placement-quota's operators.
+SELF_SERVICE = ('reservation_quota_show', 'reservation_quote',
+                'reservation_lease_extension')
 
 
 def _entry_points(group):
@@ -91,11 +95,22 @@ class TestPluginLoading(testtools.TestCase):
         self.assertNotIn('Could not load', result.stderr)
         self.assertIn('reservation tree check', result.stdout)
 
-    def test_every_command_is_a_placement_quota_command_class(self):
-        ours = {ep.value for ep in _entry_points('placement_quota.cli')}
+    def test_every_command_is_named_reservation(self):
         for ep in _entry_points(GROUP):
             self.assertTrue(ep.name.startswith('reservation_'), ep.name)
-            self.assertIn(ep.value, ours, ep.name)
+
+    def test_every_operator_command_is_a_placement_quota_command_class(self):
+        ours = {ep.value for ep in _entry_points('placement_quota.cli')}
+        for ep in _entry_points(GROUP):
+            if ep.name not in SELF_SERVICE:
+                self.assertIn(ep.value, ours, ep.name)
+
+    def test_self_service_commands_are_the_project_api_clients(self):
+        self.assertEqual(
+            {name: 'placement_quota.osc.selfservice' for name in
+             SELF_SERVICE},
+            {ep.name: ep.value.partition(':')[0]
+             for ep in _entry_points(GROUP) if ep.name in SELF_SERVICE})
 
     def test_blazarclient_commands_are_installed_beside_ours(self):
         # python-blazarclient is a requirement: the clash test below sees
@@ -112,11 +127,34 @@ class TestPluginLoading(testtools.TestCase):
                 others.update(ep.name for ep in _entry_points(group))
         self.assertEqual(set(), ours & others)
 
-    def test_every_command_runs_without_keystone(self):
+    def test_every_operator_command_runs_without_keystone(self):
         needing = [ep.value for ep in _entry_points(GROUP)
-                   if getattr(ep.load(), 'auth_required', True)
-                   is not False]
+                   if ep.name not in SELF_SERVICE and
+                   getattr(ep.load(), 'auth_required', True) is not False]
         self.assertEqual([], needing)
+
+    def test_self_service_commands_run_with_the_users_credentials(self):
+        self.assertEqual(
+            dict.fromkeys(SELF_SERVICE, True),
+            {ep.name: ep.load().auth_required
+             for ep in _entry_points(GROUP) if ep.name in SELF_SERVICE})
+
+    def test_quote_takes_the_options_of_blazarclients_lease_create(self):
+        theirs = {ep.name: ep for ep in
+                  _entry_points('openstack.reservation.v1')}[
+                      'reservation_lease_create'].load()
+        ours = {ep.name: ep for ep in _entry_points(GROUP)}[
+            'reservation_quote'].load()
+
+        def options(cls):
+            parser = cls(None, None).get_parser('x')
+            return {opt for action in parser._actions
+                    for opt in action.option_strings} | {
+                action.dest for action in parser._actions
+                if not action.option_strings}
+
+        self.assertEqual({'--project'}, options(ours) - options(theirs))
+        self.assertEqual(set(), options(theirs) - options(ours))
 
 
 class TestConfig(test_cli.CLITestCase):
