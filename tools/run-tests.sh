@@ -39,7 +39,8 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null \
         || echo "Could not install postgresql: the PostgreSQL tests will skip."
 fi
 
-# Install the Debian package $1 (for $2) without starting its system
+# Install the Debian package $1 (for $2; $1 may name several, separated
+# by spaces, and $3 may give apt-get options) without starting its system
 # service: while it installs, a policy-rc.d that refuses every start (exit
 # 101) is in place, unless the machine already had one (then it is left
 # alone). The tests start private servers of their own.
@@ -52,9 +53,10 @@ install_without_starting() {
         chmod 755 "$policy_rc_d" && own_policy=1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q "$1" >/dev/null 2>&1 \
+    # shellcheck disable=SC2086 # $3 and $1: words on purpose
+    apt-get install -y -q ${3:-} $1 >/dev/null 2>&1 \
         || { apt-get update -q >/dev/null 2>&1 \
-             && apt-get install -y -q "$1" >/dev/null; } \
+             && apt-get install -y -q ${3:-} $1 >/dev/null; } \
         || echo "Could not install $1: the $2 will skip."
     [ -n "$own_policy" ] && rm -f "$policy_rc_d"
     return 0
@@ -78,6 +80,14 @@ if command -v apt-get >/dev/null 2>&1; then
         || install_without_starting rsync "Galera tests"
     [ -x /usr/sbin/haproxy ] \
         || install_without_starting haproxy "Galera tests behind HAProxy"
+    # Chromium and its WebDriver for the dashboard's browser test
+    # (tests/fixtures/browser.py), without the packages they only
+    # recommend (a desktop's daemons) but with the fonts of its
+    # screenshot.
+    { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } \
+        || install_without_starting \
+            "chromium chromium-driver fonts-liberation" \
+            "dashboard browser test" --no-install-recommends
 fi
 
 # stevedore caches entry points per user; a fresh cache per run keeps a

@@ -18,7 +18,7 @@ from placement_quota.dashboard import client
 
 
 class ReservationQuota(horizon.Panel):
-    name = _('Reservation Quota')
+    name = _('Quota and Credits')
     slug = 'reservation_quota'
 
     @property

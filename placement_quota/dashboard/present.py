@@ -93,6 +93,13 @@ def date(text, default='-'):
     return value.strftime(DATE_FORMAT)
 
 
+def is_ahead(window_start, at):
+    """Whether a window starting at ``window_start`` lies ahead of
+    ``at`` (the moment of the answer) rather than behind it."""
+    start, now = parse_date(window_start), parse_date(at)
+    return start is None or now is None or start >= now
+
+
 def resource_label(resource):
     """``hosts`` -> Hosts; ``class:VCPU`` -> VCPU (resource class)."""
     if resource in RESOURCE_LABELS:

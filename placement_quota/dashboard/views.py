@@ -41,7 +41,7 @@ def _fetch(request, call, what):
 
 class IndexView(views.HorizonTemplateView):
     template_name = 'reservation_quota/index.html'
-    page_title = _('Reservation Quota')
+    page_title = _('Quota and Credits')
 
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
@@ -61,6 +61,8 @@ class IndexView(views.HorizonTemplateView):
                 inert_filters=[f for f in view.get('filters') or []
                                if f.get('inert')],
                 window_days=window.get('days'),
+                window_ahead=present.is_ahead(window.get('start'),
+                                              view.get('at')),
                 window_start=present.date(window.get('start')),
                 window_end=present.date(window.get('end')),
                 at=present.date(view.get('at')))

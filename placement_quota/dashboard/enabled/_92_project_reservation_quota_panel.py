@@ -9,8 +9,8 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""The reservation quota panel in blazar-dashboard's Reservations group of
-the project dashboard.
+"""The Quota and Credits panel (slug ``reservation_quota``) in
+blazar-dashboard's Reservations group of the project dashboard.
 
 Copy this file into Horizon's ``openstack_dashboard/local/enabled/``
 (after blazar-dashboard's ``_90_project_reservations_panelgroup.py``,

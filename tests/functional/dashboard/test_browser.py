@@ -51,9 +51,9 @@ class TestPanelInBrowser(base.DashboardTestCase):
         self.give_credits(100.0, base.minute(-base.hours(24)),
                           base.minute(base.hours(24 * 60)))
         self.lease_id = self.create_lease(
-            'two-hosts', base.minute(base.hours(1)),
+            'training-run', base.minute(base.hours(1)),
             base.minute(base.hours(6)), hosts=2)
-        self.create_lease('one-host', base.minute(base.hours(30)),
+        self.create_lease('nightly-benchmark', base.minute(base.hours(30)),
                           base.minute(base.hours(40)), hosts=1)
 
     def _browser_details(self, exc_info):
@@ -79,10 +79,10 @@ class TestPanelInBrowser(base.DashboardTestCase):
         driver.find_element(By.ID, 'id_password').send_keys(
             self.user.password)
         driver.find_element(By.ID, 'loginBtn').click()
-        # In the sidebar: Project > Reservations > Reservation Quota.
+        # In the sidebar: Project > Reservations > Quota and Credits.
         link = self.wait(expected_conditions.presence_of_element_located(
             (By.CSS_SELECTOR, '#sidebar a[href="%s"]' % base.PANEL)))
-        self.assertEqual('Reservation Quota',
+        self.assertEqual('Quota and Credits',
                          link.get_attribute('textContent').strip())
         driver.get(self.site.url + base.PANEL)
         table = self.wait(expected_conditions.visibility_of_element_located(
@@ -113,11 +113,17 @@ class TestPanelInBrowser(base.DashboardTestCase):
         self.wait(lambda d: d.find_element(
             By.CSS_SELECTOR, 'figure[data-resource="hosts"] path.usage-line'))
 
-        # The whole page in one picture.
+        # The whole page in one picture: the viewport as tall as the page
+        # (Chromium's own screenshot of the viewport cannot be taller than
+        # its window).
         height = driver.execute_script(
-            'return document.documentElement.scrollHeight')
-        driver.set_window_size(browser_fixture.WINDOW[0],
-                               min(max(height, 600) + 40, 4000))
+            'return Math.max(document.documentElement.scrollHeight, '
+            'document.body.scrollHeight)')
+        driver.execute_cdp_cmd('Emulation.setDeviceMetricsOverride', {
+            'width': browser_fixture.WINDOW[0], 'height': min(height, 4000),
+            'deviceScaleFactor': 1, 'mobile': False})
+        self.addCleanup(driver.execute_cdp_cmd,
+                        'Emulation.clearDeviceMetricsOverride', {})
         path = os.path.join(self.tmp, 'self-service-panel.png')
         self.assertTrue(driver.save_screenshot(path))
         with open(path, 'rb') as f:
@@ -129,4 +135,3 @@ class TestPanelInBrowser(base.DashboardTestCase):
             os.makedirs(os.path.dirname(DOC_IMAGE), exist_ok=True)
             with open(DOC_IMAGE, 'wb') as f:
                 f.write(png)
-        driver.set_window_size(*browser_fixture.WINDOW)

@@ -35,7 +35,8 @@ def row(page, xpath):
 
 
 def cell(element, cls):
-    return base.text(row(element, './/*[contains(@class, "%s")]' % cls))
+    return base.text(row(element, './/*[contains(concat(" ", '
+                         'normalize-space(@class), " "), " %s ")]' % cls))
 
 
 class TestPanel(base.DashboardTestCase):
@@ -202,6 +203,15 @@ class TestQuote(base.DashboardTestCase):
         self.assertIn('has-error', group.get('class'))
         self.assertIn(' '.join(error['message'].split()), base.text(group))
         self.assertEqual([], page.xpath('//*[@id="quote"]'))
+
+    def test_a_bad_host_count_shows_the_api_message_next_to_it(self):
+        form = dict(self.form(), min_hosts=-1)
+        page = self.page(self.client, base.QUOTE, form)
+        error = self.api('POST', 'quote', expect=400, json=self.lease(form))
+        group = row(page, '//div[contains(@class, "form-group") and '
+                    './/*[@name="min_hosts"]]')
+        self.assertIn('has-error', group.get('class'))
+        self.assertIn(' '.join(error['message'].split()), base.text(group))
 
 
 class TestServiceDown(base.DashboardTestCase):
