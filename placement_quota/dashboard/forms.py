@@ -72,7 +72,7 @@ class QuoteForm(forms.Form):
         help_text=_('The name the lease will have in Blazar.'))
     start_date = forms.CharField(
         label=_('Start (UTC)'), initial='now', max_length=32,
-        help_text=_('YYYY-MM-DD HH:MM in UTC, or "now".'))
+        help_text=_('YYYY-MM-DD HH:MM in UTC, or now.'))
     end_date = forms.CharField(
         label=_('End (UTC)'), max_length=32,
         help_text=_('YYYY-MM-DD HH:MM in UTC.'))
@@ -96,15 +96,20 @@ class QuoteForm(forms.Form):
                 _('Maximum number of hosts')}))
     hypervisor_properties = forms.CharField(
         label=_('Hypervisor properties'), required=False,
-        help_text=_('A JSON filter on the hosts\' hypervisor, e.g. '
-                    '[">=", "$vcpus", "4"].'),
+        # Horizon puts a help text in an HTML attribute as it is:
+        # its quotes are entities.
+        help_text=_('Blazar\'s hypervisor_properties: a JSON filter on '
+                    'the hosts\' hypervisors, e.g. [&quot;&gt;=&quot;, '
+                    '&quot;$vcpus&quot;, &quot;4&quot;]. Empty: any.'),
         widget=forms.TextInput(attrs={
             'class': 'switched', 'data-switch-on': 'resource_type',
             'data-resource_type-physical:host': _('Hypervisor properties')}))
     resource_properties = forms.CharField(
         label=_('Resource properties'), required=False,
-        help_text=_('A JSON filter on the hosts\' extra capabilities, e.g. '
-                    '["==", "$node_type", "compute"].'),
+        help_text=_('Blazar\'s resource_properties: a JSON filter on '
+                    'the extra capabilities, e.g. [&quot;==&quot;, '
+                    '&quot;$node_type&quot;, &quot;compute&quot;]. Empty: '
+                    'any.'),
         widget=forms.TextInput(attrs={
             'class': 'switched', 'data-switch-on': 'resource_type',
             'data-resource_type-physical:host': _('Resource properties'),
