@@ -63,6 +63,7 @@ class DashboardTestCase(testtools.TestCase):
         self.user = self.keystone.create_user(self.project.id,
                                               roles=('member',))
         self._tokens = {}
+        self._leases = {}
         self.addOnException(self._logs)
 
     def catalog_url(self):
@@ -107,11 +108,20 @@ class DashboardTestCase(testtools.TestCase):
                     builders.hosts(*['%s-h%d' % (name, i)
                                      for i in range(hosts)]),
                     name=name, lease_id=lease_id)}
+        self.blazar_call('check-create', body)
+        self._leases[lease_id] = body
+        return lease_id
+
+    def end_lease(self, lease_id):
+        """Blazar's on-end of the lease, now: what it did not use yet
+        is refunded."""
+        self.blazar_call('on-end', self._leases[lease_id])
+
+    def blazar_call(self, kind, body):
         response = requests.post(
-            self.service.url + '/v1/check-create', json=body,
+            self.service.url + '/v1/' + kind, json=body,
             headers={'X-Auth-Token': self.token(self._blazar)}, timeout=60)
         self.assertEqual(204, response.status_code, response.text)
-        return lease_id
 
     def api(self, method, path, expect=200, **kwargs):
         """The project API's answer to the user (its JSON)."""

@@ -55,6 +55,10 @@ class TestPanelInBrowser(base.DashboardTestCase):
             base.minute(base.hours(6)), hosts=2)
         self.create_lease('nightly-benchmark', base.minute(base.hours(30)),
                           base.minute(base.hours(40)), hosts=1)
+        # Ended before it started: charged, then refunded in full.
+        self.end_lease(self.create_lease(
+            'cancelled-demo', base.minute(base.hours(50)),
+            base.minute(base.hours(53)), hosts=2))
 
     def _browser_details(self, exc_info):
         try:

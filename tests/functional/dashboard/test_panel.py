@@ -110,6 +110,22 @@ class TestPanel(base.DashboardTestCase):
         self.assertEqual('%.2f' % lease['refunded'],
                          cell(tr, 'lease-refunded'))
 
+    def test_an_ended_lease_shows_its_refund(self):
+        ended = self.create_lease('ended', base.minute(base.hours(2)),
+                                  base.minute(base.hours(3)))
+        self.end_lease(ended)
+        page = self.page(self.client, base.PANEL)
+        lease = {x['lease_id']: x for x in self.api('GET', 'leases')[
+            'leases']}[ended]
+        self.assertEqual(horizon.HOST_RATE, lease['charged'])
+        self.assertEqual(horizon.HOST_RATE, lease['refunded'])
+        tr = row(page, '//tr[@data-lease-id="%s"]' % ended)
+        self.assertEqual('%.2f' % lease['charged'], cell(tr, 'lease-charged'))
+        self.assertEqual('%.2f' % lease['refunded'],
+                         cell(tr, 'lease-refunded'))
+        self.assertEqual('0.00', cell(tr, 'lease-net'))
+        self.assertEqual(lease['state'], cell(tr, 'lease-state'))
+
     def test_usage_chart_draws_the_usage_of_the_api(self):
         page = self.page(self.client, base.PANEL)
         usage = self.api('GET', 'usage')
