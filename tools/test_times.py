@@ -27,6 +27,7 @@ handed round-robin, as before.
 Commands::
 
     tools/test_times.py record RUN.log   # from `stestr run` output
+    tools/test_times.py record --update RUN.log   # of some modules only
     tools/test_times.py seed | stestr load --force-init
 """
 
@@ -46,16 +47,23 @@ LINE = re.compile(r'^\{\d+\} (tests\.[\w.]+) \[([\d.]+)s\] \.\.\. ok')
 EPOCH = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 
 
-def record(log_path, out_path=TIMES):
+def record(log_path, out_path=TIMES, update=False):
     """Write the times of the passed tests of a ``stestr run`` output
-    to ``out_path``; return how many."""
+    to ``out_path``; return how many. With ``update``, the times kept
+    of the tests the output does not have stay (a run of some modules
+    only, after they changed)."""
     times = {}
+    if update:
+        with open(out_path) as f:
+            times = json.load(f)
+    found_any = False
     with open(log_path, errors='replace') as log:
         for line in log:
             found = LINE.match(line)
             if found:
                 times[found.group(1)] = round(float(found.group(2)), 2)
-    if not times:
+                found_any = True
+    if not found_any:
         sys.exit('%s: no passed test in it (is it the output of '
                  '"stestr run"?)' % log_path)
     with open(out_path, 'w') as out:
@@ -87,11 +95,16 @@ def main(argv=None):
         'record', help='keep the times of the tests a "stestr run" output '
                        'says passed')
     recording.add_argument('log', help='the output of "stestr run"')
+    recording.add_argument(
+        '--update', action='store_true',
+        help='keep the times of the tests the output does not have (it '
+             'ran some modules only)')
     commands.add_parser(
         'seed', help='a subunit stream of the kept times, for "stestr load"')
     args = parser.parse_args(argv)
     if args.command == 'record':
-        print('%d test times kept in %s' % (record(args.log), TIMES))
+        print('%d test times kept in %s'
+              % (record(args.log, update=args.update), TIMES))
     else:
         seed(sys.stdout.buffer)
 

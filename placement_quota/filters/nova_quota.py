@@ -364,18 +364,23 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
                 lease.reservations_of(lease_model.FLAVOR)):
             return None
         classes = tuple(self._classes(lease, flavors))
+        return self._quota(context.project_id, classes,
+                           lease.start_date > self.ledger.clock())
+
+    def _quota(self, project_id, classes=(), cached=True):
+        """The :class:`QuotaRead` of the project: from :attr:`cache` when
+        ``cached`` and ``nova_quota_max_age`` allows, else read now."""
         max_age = self.conf.enforcement.nova_quota_max_age
         if not max_age:
-            return QuotaRead(*self.reader.read(context.project_id, classes),
+            return QuotaRead(*self.reader.read(project_id, classes),
                              classes=classes)
-        if lease.start_date > self.ledger.clock():
-            found = self.cache.get((context.project_id, classes), max_age)
+        if cached:
+            found = self.cache.get((project_id, classes), max_age)
             if found is not None:
                 if found.age >= max_age * REFRESH_AHEAD:
-                    self._refresh_ahead(context.project_id, classes)
+                    self._refresh_ahead(project_id, classes)
                 return found
-        return self._read(context.project_id, classes,
-                          self._generation(context.project_id))
+        return self._read(project_id, classes, self._generation(project_id))
 
     def _refresh_ahead(self, project_id, classes):
         """Read the project's quota again in a thread of its own (one
@@ -448,7 +453,9 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
                 for i, row in admission.intervals()]
 
     def describe(self, probe):
-        limits, in_use = self.reader.read(probe.project_id)
+        # The view is no decision: a read nova_quota_max_age allows is
+        # good for it, the lease it would be for starting now or not.
+        limits, in_use = self._current(probe, self._quota(probe.project_id))
         resources = sorted(r for r, limit in limits.items() if limit >= 0)
         if not resources:
             return []

@@ -21,8 +21,6 @@ import json
 import logging
 import os
 import re
-import subprocess
-import sys
 import uuid
 
 import fixtures
@@ -36,6 +34,7 @@ from placement_quota import conf as pq_conf
 from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from placement_quota import services as services_mod
+from tests.fixtures import command_server
 from tests.fixtures import keystone
 from tests.fixtures import placement as placement_fixtures
 from tests.functional.keystone import test_admin_api_keystone as \
@@ -227,10 +226,8 @@ class TestCommandLineAudit(testtools.TestCase):
         return service.Accounts(ledger)
 
     def run_cli(self, *args):
-        result = subprocess.run(
-            [sys.executable, '-m', 'placement_quota.cmd.main',
-             '--config-file', self.config] + list(args),
-            capture_output=True, text=True, timeout=TIMEOUT)
+        result = command_server.run(['--config-file', self.config]
+                                    + list(args), timeout=TIMEOUT)
         self.assertEqual(0, result.returncode, result.stderr)
 
     def audited(self):

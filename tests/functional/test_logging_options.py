@@ -21,16 +21,15 @@ line."""
 import os
 import signal
 import subprocess
-import sys
 
 import fixtures
 import requests
 import testtools
 
+from tests.fixtures import command_server
 from tests import spec_examples as spec
 
 TIMEOUT = 60
-PLACEMENT_QUOTA = [sys.executable, '-m', 'placement_quota.cmd.main']
 
 
 class LoggingTestCase(testtools.TestCase):
@@ -74,10 +73,9 @@ class TestLogConfigAppend(LoggingTestCase):
         config = self.config(
             '[DEFAULT]\nlog_config_append = %s\n[database]\nconnection = '
             'sqlite:///%s\n' % (ini, self.path('ledger.sqlite')))
-        result = subprocess.run(
-            PLACEMENT_QUOTA + ['--config-file', config, 'credits', 'add',
-                               'p1', '--amount', '100'],
-            capture_output=True, text=True, timeout=TIMEOUT)
+        result = command_server.run(
+            ['--config-file', config, 'credits', 'add', 'p1', '--amount',
+             '100'], timeout=TIMEOUT)
         self.assertEqual(0, result.returncode, result.stderr)
         audited = self.read('audit.log')
         self.assertEqual(1, len(audited), audited)
@@ -94,9 +92,8 @@ class TestDebugOption(LoggingTestCase):
     def test_debug_on_the_command_line_makes_serve_log_debug_lines(self):
         config = self.config('[DEFAULT]\nlog_file = %s\n'
                              % self.path('serve.log'))
-        process = subprocess.Popen(
-            PLACEMENT_QUOTA + ['--debug', '--config-file', config, 'serve',
-                               '--port', '0'],
+        process = command_server.popen(
+            ['--debug', '--config-file', config, 'serve', '--port', '0'],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.addCleanup(self._stop, process)
         line = process.stdout.readline()

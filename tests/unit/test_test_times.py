@@ -52,6 +52,19 @@ class TestTestTimes(testtools.TestCase):
                  'tests.functional.ha.test_b.TestB.test_three': 12.0},
                 json.load(f))
 
+    def test_an_update_replaces_the_times_of_the_tests_it_ran_only(self):
+        self.record(RUN)
+        log = os.path.join(self.dir, 'some.log')
+        with open(log, 'w') as f:
+            f.write('{0} tests.unit.test_a.TestA.test_one [0.250000s] ... '
+                    'ok\n')
+        self.assertEqual(2, test_times.record(log, self.times, update=True))
+        with open(self.times) as f:
+            self.assertEqual(
+                {'tests.unit.test_a.TestA.test_one': 0.25,
+                 'tests.functional.ha.test_b.TestB.test_three': 12.0},
+                json.load(f))
+
     def test_a_log_without_a_passed_test_is_refused(self):
         self.assertRaises(SystemExit, self.record, 'no tests here\n')
 

@@ -15,13 +15,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 
 import fixtures
 import requests
 import testtools
 
+from tests.fixtures import command_server
 from tests.fixtures import process as processes
 from tests import spec_examples as spec
 
@@ -29,12 +29,14 @@ TIMEOUT = 60
 
 
 def command(*args, stdin=None, config=None):
-    """Run ``placement-quota [--config-file F] ARGS``; return the result."""
-    argv = [sys.executable, '-m', 'placement_quota.cmd.main']
+    """Run ``placement-quota [--config-file F] ARGS`` in a process of its
+    own (forked from a process that has made its imports already:
+    :mod:`tests.fixtures.command_server`); return the result."""
+    argv = []
     if config is not None:
         argv += ['--config-file', config]
-    return subprocess.run(argv + list(args), input=stdin,
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    return command_server.run(argv + list(args), stdin=stdin,
+                              timeout=TIMEOUT)
 
 
 class CLITestCase(testtools.TestCase):
@@ -184,14 +186,15 @@ class TestFilterList(CLITestCase):
 
 
 class ServeProcesses:
-    """Starts ``placement-quota serve`` subprocesses (stopped at
-    cleanup); :attr:`banner` is the first line of the last one."""
+    """Starts ``placement-quota serve`` processes (forked by
+    :mod:`tests.fixtures.command_server`; stopped at cleanup);
+    :attr:`banner` is the first line of the last one."""
 
     def start(self, *args, config=None):
-        argv = [sys.executable, '-m', 'placement_quota.cmd.main']
+        argv = []
         if config:
             argv += ['--config-file', config]
-        process = subprocess.Popen(
+        process = command_server.popen(
             argv + ['serve', '--port', '0'] + list(args),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.addCleanup(self._stop, process)
@@ -303,10 +306,8 @@ class TestServe(ServeProcesses, CLITestCase):
         self.assertEqual(0, process.wait(TIMEOUT))
 
     def _refused(self, config_text):
-        result = subprocess.run(
-            [sys.executable, '-m', 'placement_quota.cmd.main',
-             '--config-file', self.config(config_text), 'serve', '--port',
-             '0'], capture_output=True, text=True, timeout=TIMEOUT)
+        result = command('serve', '--port', '0',
+                         config=self.config(config_text))
         self.assertEqual(2, result.returncode, result.stderr)
         self.assertNotIn('Traceback', result.stderr)
         return result.stderr
@@ -329,10 +330,7 @@ class TestServe(ServeProcesses, CLITestCase):
 
     def test_serve_refuses_to_start_with_an_unknown_filter(self):
         config = self.config('[enforcement]\nenabled_filters = NoSuch\n')
-        result = subprocess.run(
-            [sys.executable, '-m', 'placement_quota.cmd.main',
-             '--config-file', config, 'serve', '--port', '0'],
-            capture_output=True, text=True, timeout=TIMEOUT)
+        result = command('serve', '--port', '0', config=config)
         self.assertEqual(2, result.returncode)
         self.assertIn("Unknown enforcement filter 'NoSuch'", result.stderr)
         self.assertNotIn('Traceback', result.stderr)

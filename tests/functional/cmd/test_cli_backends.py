@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 import tests
+from tests.fixtures import command_server
 from tests.functional.cmd import test_cli
 
 TIMEOUT = test_cli.TIMEOUT
@@ -25,11 +26,10 @@ NOT_CONFIGURED = 'placement-quota: no Placement is configured: set ' \
 
 
 def run(*args, env=None):
-    """``placement-quota ARGS`` (global options first)."""
-    return subprocess.run(
-        [sys.executable, '-m', 'placement_quota.cmd.main'] + list(args),
-        capture_output=True, text=True, timeout=TIMEOUT,
-        env=dict(os.environ, **(env or {})))
+    """``placement-quota ARGS`` (global options first), in a process of
+    its own (:func:`tests.fixtures.command_server.run`)."""
+    return command_server.run(list(args), timeout=TIMEOUT,
+                              env=dict(os.environ, **(env or {})))
 
 
 class BackendTestCase(test_cli.CLITestCase):
