@@ -21,6 +21,8 @@ write (the filters only read Placement). Filters that change something
 elsewhere when asked (ExternalServiceFilter) are not asked, and say so.
 """
 
+import json
+
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
 from placement_quota.filters import measures
@@ -40,6 +42,40 @@ def resolve_now(body, now):
         body = dict(body, start_date=now.replace(
             second=0, microsecond=0).isoformat())
     return body
+
+
+#: Fields of a reservation Blazar parses as JSON (empty: none).
+JSON_FIELDS = ('hypervisor_properties', 'resource_properties')
+
+
+def check_blazar_body(body):
+    """Refuse what Blazar's lease create would refuse before asking any
+    filter, naming the field: a lease without a name, a reservation
+    whose ``hypervisor_properties`` or ``resource_properties`` is not
+    JSON. A quote of such a body would say "allowed" of a lease Blazar
+    never creates."""
+    name = body.get('name')
+    if not isinstance(name, str) or not name.strip():
+        raise lease_model.PayloadError(
+            'lease.name', 'is required: Blazar creates no lease without a '
+            'name', name, has_value='name' in body)
+    reservations = body.get('reservations')
+    if not isinstance(reservations, list):
+        return   # the lease's own checks name it
+    for index, reservation in enumerate(reservations):
+        if not isinstance(reservation, dict):
+            continue
+        for key in JSON_FIELDS:
+            value = reservation.get(key)
+            if not isinstance(value, str) or not value.strip():
+                continue
+            try:
+                json.loads(value)
+            except ValueError:
+                raise lease_model.PayloadError(
+                    'lease.reservations[%d].%s' % (index, key),
+                    'is not JSON (Blazar refuses such a lease)',
+                    value) from None
 
 
 def pricer(filters):
@@ -81,7 +117,9 @@ def outcomes(evaluation):
 def quote(chain, context, body, now):
     """The ``quote`` answer (see the project API reference) for a create
     of ``body`` by ``context``."""
-    lease = lease_model.Lease.coerce(resolve_now(body, now))
+    body = resolve_now(body, now)
+    check_blazar_body(body)
+    lease = lease_model.Lease.coerce(body)
     evaluation = chain.evaluate(admission_mod.CHECK_CREATE, context, lease,
                                 inspect=pricer(chain.filters))
     denial = evaluation.denial

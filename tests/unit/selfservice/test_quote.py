@@ -24,8 +24,10 @@ from tests.unit.selfservice import test_view
 class TestQuote(test_view.ViewTestCase):
 
     def quote(self, body, user='u'):
+        """A quote of ``body``, named as Blazar's create needs."""
         return self.selfservice.quote(
-            {'project_id': self.project, 'user_id': user}, body)
+            {'project_id': self.project, 'user_id': user},
+            dict({'name': 'quoted'}, **body))
 
     def test_allowed_lease_is_priced_with_the_balance_after(self):
         self.give_credits(100)
@@ -96,6 +98,29 @@ class TestQuote(test_view.ViewTestCase):
     def test_exempt_project_is_allowed_by_every_filter(self):
         chain = self.chain(*test_view.ALL, exempted=[self.project])
         found = service.SelfService(chain).quote(
-            self.context(), lease(day(2), day(30), hosts('a', 'b', 'c')))
+            self.context(), lease(day(2), day(30), hosts('a', 'b', 'c'),
+                                  name='l'))
         self.assertTrue(found['allowed'])
         self.assertEqual({True}, {f['allowed'] for f in found['filters']})
+
+
+class TestWhatBlazarRefusesFirst(test_view.ViewTestCase):
+    """A quote refuses what Blazar's lease create refuses before asking
+    any filter, rather than saying "allowed" of a lease never created."""
+
+    def quote(self, body):
+        return self.selfservice.quote(self.context(), body)
+
+    def test_a_lease_without_a_name_names_the_field(self):
+        body = lease(day(2), day(3), hosts('a'))
+        body.pop('name', None)
+        error = self.assertRaises(lease_model.PayloadError, self.quote, body)
+        self.assertEqual('lease.name', error.field)
+
+    def test_resource_properties_that_are_not_json_name_the_field(self):
+        reservation = dict(hosts('a'), resource_properties='[not json')
+        error = self.assertRaises(
+            lease_model.PayloadError, self.quote,
+            lease(day(2), day(3), reservation, name='l'))
+        self.assertEqual(('lease.reservations[0].resource_properties',
+                          '[not json'), (error.field, error.value))
