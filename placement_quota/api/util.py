@@ -143,3 +143,18 @@ def check_keystone_authtoken(conf):
             '[api] auth_strategy is keystone but [keystone_authtoken] %s %s '
             'not set' % (' and '.join(missing),
                          'is' if len(missing) == 1 else 'are'))
+
+
+#: The roles each of Keystone's default roles implies.
+IMPLIED_ROLES = {'admin': ('member', 'reader'), 'member': ('reader',)}
+
+
+def noauth_ceiling(roles):
+    """The roles an ``X-Roles`` header may name under noauth when the API
+    grants ``roles``: those and the roles they imply (lower case)."""
+    ceiling = set()
+    for role in roles:
+        role = role.lower()
+        ceiling.add(role)
+        ceiling.update(IMPLIED_ROLES.get(role, ()))
+    return frozenset(ceiling)

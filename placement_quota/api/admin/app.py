@@ -97,7 +97,7 @@ class AdminAPI:
         self.max_body_size = max_body_size
         self.trust_roles_header = trust_roles_header
         self.noauth_roles = [r.strip() for r in noauth_roles if r.strip()]
-        self._noauth_ceiling = noauth_ceiling(self.noauth_roles)
+        self._noauth_ceiling = util.noauth_ceiling(self.noauth_roles)
 
     def __call__(self, environ, start_response):
         req = webob.Request(environ)
@@ -213,7 +213,8 @@ class AdminAPI:
         keystonemiddleware sets (oslo.context). Without Keystone
         (``trust_roles_header`` False), a request without ``X-Roles`` has
         the roles of ``noauth_roles``, and ``X-Roles`` only lowers them:
-        a role it names counts when :func:`noauth_ceiling` allows it."""
+        a role it names counts when
+        :func:`~placement_quota.api.util.noauth_ceiling` allows it."""
         context = oslo_context.RequestContext.from_environ(
             environ, overwrite=False)
         roles = [r for r in context.roles if r]
@@ -398,21 +399,6 @@ def make_admin_app(conf, services=None, accounts=None, enforcer=None):
         unchecked=tuple(public))
     return api_app.behind_proxy(
         conf, api_app.RequestId(api_app.FaultBarrier(guard)))
-
-
-#: The roles each of Keystone's default roles implies.
-IMPLIED_ROLES = {'admin': ('member', 'reader'), 'member': ('reader',)}
-
-
-def noauth_ceiling(roles):
-    """The roles an ``X-Roles`` header may name under noauth when the API
-    grants ``roles``: those and the roles they imply (lower case)."""
-    ceiling = set()
-    for role in roles:
-        role = role.lower()
-        ceiling.add(role)
-        ceiling.update(IMPLIED_ROLES.get(role, ()))
-    return frozenset(ceiling)
 
 
 class _Public:

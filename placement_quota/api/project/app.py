@@ -42,7 +42,6 @@ from oslo_log import log as logging
 from oslo_policy import policy as oslo_policy
 import webob
 
-from placement_quota.api.admin import app as admin_app
 from placement_quota.api.admin import http as admin_http
 from placement_quota.api.project import access
 from placement_quota.api import util
@@ -101,7 +100,7 @@ class ProjectAPI:
         self.max_body_size = max_body_size
         self.trust_roles_header = trust_roles_header
         self.noauth_roles = [r.strip() for r in noauth_roles if r.strip()]
-        self._noauth_ceiling = admin_app.noauth_ceiling(self.noauth_roles)
+        self._noauth_ceiling = util.noauth_ceiling(self.noauth_roles)
 
     def __call__(self, environ, start_response):
         req = webob.Request(environ)
@@ -189,7 +188,7 @@ class ProjectAPI:
                 roles = [r for r in roles
                          if r.lower() in self._noauth_ceiling]
             # What Keystone puts in a token: the roles implied too.
-            roles = sorted(admin_app.noauth_ceiling(roles))
+            roles = sorted(util.noauth_ceiling(roles))
         context.roles = roles
         return context.to_policy_values()
 
