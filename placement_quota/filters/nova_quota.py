@@ -452,10 +452,18 @@ class NovaQuotaFilter(ledger_base.LedgerFilter):
         return [window.Interval(i.start, i.end, self._convert(i.amounts))
                 for i, row in admission.intervals()]
 
+    def prepare_describe(self, project_id):
+        """The quota and usage :meth:`describe` shows, read before (while
+        the other filters describe theirs from the ledger). The view is
+        no decision: a read ``nova_quota_max_age`` allows is good for it,
+        whether the lease it would be for starts now or not."""
+        return self._quota(project_id)
+
     def describe(self, probe):
-        # The view is no decision: a read nova_quota_max_age allows is
-        # good for it, the lease it would be for starting now or not.
-        limits, in_use = self._current(probe, self._quota(probe.project_id))
+        read = probe.prepared_for(self)
+        if read is None:
+            read = self.prepare_describe(probe.project_id)
+        limits, in_use = self._current(probe, read)
         resources = sorted(r for r, limit in limits.items() if limit >= 0)
         if not resources:
             return []

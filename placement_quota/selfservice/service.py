@@ -117,9 +117,8 @@ class SelfService:
         and the filters (see the project API reference)."""
         days = check_days(self.conf.self_service.usage_days
                           if days is None else days)
-        with self._reader() as txn:
-            found = view.limits(self.chain.filters, txn, project_id,
-                                user_id, days, self._guard)
+        found = view.limits(self.chain.filters, self._reader, project_id,
+                            user_id, days, self._guard)
         found['exempt'] = project_id in self.chain.exemptions
         return found
 

@@ -16,6 +16,9 @@ Every limit comes from an enabled filter's ``describe``
 looked at, read without a lock: the numbers the filters decide with.
 """
 
+import functools
+
+from placement_quota import concurrency
 from placement_quota.filters import measures
 from placement_quota.lease import model as lease_model
 from placement_quota.ledger import admission as admission_mod
@@ -33,29 +36,68 @@ def probe(txn, project_id, user_id, start, end):
         lease_model.Lease(start_date=start, end_date=end))
 
 
-def limits(filters, txn, project_id, user_id, days, guard):
+def limits(filters, reader, project_id, user_id, days, guard):
     """The ``limits`` answer (see the project API reference) from
-    ``filters`` on the ledger transaction ``txn``; ``guard(filter_)`` is
-    a context manager around each filter's part."""
-    start, end = measures.window_of(txn.now, days)
-    seen = probe(txn, project_id, user_id, start, end)
-    found, credits, described = [], None, []
-    for filter_ in filters:
+    ``filters`` on the ledger (``reader()``: a context manager giving a
+    ledger transaction that reads); ``guard(filter_)`` is a context
+    manager around each filter's part.
+
+    A filter with a ``prepare_describe(project_id)`` step (what it reads
+    from another service: NovaQuotaFilter's quota and usage) has it made
+    while the other filters describe their limits from the ledger, side
+    by side; its own ``describe`` then finds it in
+    ``probe.prepared_for(filter)``."""
+    preparing = [f for f in filters
+                 if getattr(f, 'prepare_describe', None) is not None]
+    found, window = {}, {}
+
+    def from_ledger(described, prepared=None):
+        with reader() as txn:
+            if not window:
+                window.update(zip(('start', 'end'), measures.window_of(
+                    txn.now, days)))
+            seen = probe(txn, project_id, user_id, window['start'],
+                         window['end'])
+            seen.prepared.update(prepared or {})
+            for filter_ in described:
+                with guard(filter_):
+                    found[filter_] = _describe(filter_, seen)
+
+    outcomes = concurrency.side_by_side(
+        [functools.partial(f.prepare_describe, project_id)
+         for f in preparing] +
+        [functools.partial(from_ledger,
+                           [f for f in filters if f not in preparing])])
+    ledger_outcome = outcomes.pop()
+    ledger_outcome.get()
+    prepared = {}
+    for filter_, outcome in zip(preparing, outcomes):
         with guard(filter_):
-            describe = getattr(filter_, 'describe', None)
-            if describe is not None:
-                found.extend(m.as_dict() for m in describe(seen))
-            balance_of = getattr(filter_, 'balance_of', None)
-            if credits is None and balance_of is not None:
-                credits = balance_of(seen)
-            inert = getattr(filter_, 'inert', None)
-            described.append({'name': filter_.name,
-                              'inert': inert() if inert else None})
+            prepared[filter_] = outcome.get()
+    if preparing:
+        from_ledger(preparing, prepared)
+    credits = next((found[f][1] for f in filters
+                    if found[f][1] is not None), None)
+    start, end = window['start'], window['end']
     return {'project_id': project_id, 'user_id': user_id,
             'at': measures.iso(start),
             'window': {'start': measures.iso(start),
                        'end': measures.iso(end), 'days': days},
-            'limits': found, 'credits': credits, 'filters': described}
+            'limits': [m for f in filters for m in found[f][0]],
+            'credits': credits,
+            'filters': [{'name': f.name, 'inert': found[f][2]}
+                        for f in filters]}
+
+
+def _describe(filter_, seen):
+    """``(limits as dicts, credits or None, inert)`` of one filter."""
+    describe = getattr(filter_, 'describe', None)
+    described = ([m.as_dict() for m in describe(seen)]
+                 if describe is not None else [])
+    balance_of = getattr(filter_, 'balance_of', None)
+    credits = balance_of(seen) if balance_of is not None else None
+    inert = getattr(filter_, 'inert', None)
+    return described, credits, inert() if inert is not None else None
 
 
 def series(intervals, start, end):
