@@ -16,16 +16,19 @@ X" is followed by a create through python-blazarclient that Blazar
 refuses with X's message, and a quote that says "allowed, costs C" by a
 create that is charged C. The extension bound of a lease is the exact
 end date Blazar's lease update is then allowed to, one minute more being
-refused. The quote and the bound come from the service's own chain (the
-one Blazar's ExternalServiceFilter calls), as the project API serves
-them.
+refused. The quote and the bound are asked of the project API of the
+service Blazar's ExternalServiceFilter calls (the same process and
+chain), over HTTP, as the project's member (the environment's service
+runs without Keystone: the member's project, user and role are the
+headers keystonemiddleware would set).
 """
 
 import datetime
+import urllib.parse
 import uuid
 
-from placement_quota.lease import model as lease_model
-from placement_quota.selfservice import service
+import requests
+
 from tests.functional.blazar_e2e import base
 
 MINUTE = datetime.timedelta(minutes=1)
@@ -33,10 +36,17 @@ MINUTE = datetime.timedelta(minutes=1)
 
 class SelfServiceTestCase(base.BlazarE2ETestCase):
 
-    def setUp(self):
-        super().setUp()
-        self.selfservice = service.SelfService(self.env.front.chain)
-        self.context = lease_model.Context(self.project, self.user.id)
+    def project_api(self, method, path, **kwargs):
+        """The project API's JSON answer (200) to ``method`` ``path``
+        (under ``/v1/projects/{project}/``), as the member."""
+        response = requests.request(
+            method, '%s/v1/projects/%s/%s' % (
+                self.env.front.url, urllib.parse.quote(self.project), path),
+            headers={'X-Project-Id': self.project,
+                     'X-User-Id': self.user.id, 'X-Roles': 'member'},
+            timeout=60, **kwargs)
+        self.assertEqual(200, response.status_code, response.text)
+        return response.json()
 
     def body(self, reservations, hours=2):
         start = base.minute() + datetime.timedelta(hours=1)
@@ -47,7 +57,10 @@ class SelfServiceTestCase(base.BlazarE2ETestCase):
                 'reservations': reservations, 'events': []}
 
     def quote(self, body):
-        return self.selfservice.quote(self.context, body)
+        return self.project_api('POST', 'quote', json=body)
+
+    def extension(self, lease_id):
+        return self.project_api('GET', 'leases/%s/extension' % lease_id)
 
     def create(self, body):
         lease = self.client.lease.create(
@@ -137,7 +150,7 @@ class TestExtensionThroughBlazar(SelfServiceTestCase):
         allocation = self.give_credits(30)
         lease = self.create(self.body([base.instance_reservation()]))
         self.bound_entry(lease['id'])
-        found = self.selfservice.extension(self.context, lease['id'])
+        found = self.extension(lease['id'])
         latest = datetime.datetime.strptime(found['latest_end_date'],
                                             '%Y-%m-%dT%H:%M:%SZ')
         end = datetime.datetime.fromisoformat(lease['end_date'])
