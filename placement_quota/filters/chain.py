@@ -343,19 +343,23 @@ class FilterChain:
                 raise FilterError(filter_.name, exc) from exc
 
     def _admission(self, kind, context, lease, decide, current_lease=None,
-                   record=None):
+                   record=None, plan=None):
         """``decide(admission)`` in one ledger admission around the whole
         chain, when a filter uses the ledger (else ``decide(None)``): the
         filters decide on one locked view, and the lease is recorded once,
         after all of them allowed it (unless the chain, or ``record=False``,
         makes it dry). A conflict runs ``decide`` again
-        (:func:`~placement_quota.filters.admit.run`)."""
+        (:func:`~placement_quota.filters.admit.run`). ``plan``: the
+        :class:`~placement_quota.filters.admit.Plan` of this lease, made
+        now when None. Returns the plan used (None without ledger
+        filters)."""
         if not self.ledger_filters:
             decide(None)
-            return
+            return None
         record = self.record if record is None else record
-        plan = admit_mod.plan(self.services, self.ledger_filters, kind,
-                              context, lease, guard=self._guard)
+        if plan is None:
+            plan = admit_mod.plan(self.services, self.ledger_filters, kind,
+                                  context, lease, guard=self._guard)
         try:
             admit_mod.run(self.services, plan, kind, context, lease, decide,
                           current_lease, record)
@@ -377,6 +381,7 @@ class FilterChain:
             LOG.exception('The ledger failed during %s for project %s', kind,
                           context.project_id)
             raise FilterError('ledger', exc) from exc
+        return plan
 
     @contextlib.contextmanager
     def _guard(self, filter_, kind, context, step):
@@ -476,7 +481,7 @@ class FilterChain:
                               filter_.name, context.project_id)
 
     def evaluate(self, kind, context, lease, current_lease=None,
-                 inspect=None):
+                 inspect=None, plan=None):
         """Ask every filter about a create (``kind`` CHECK_CREATE) or an
         update of ``lease``, in one dry admission, and record nothing:
         an :class:`Evaluation`. Unlike a check, a denial does not stop
@@ -486,7 +491,11 @@ class FilterChain:
         given, is called on the admission after the filters (its answer
         is :attr:`Evaluation.found`). Outages and failures raise as in a
         check; a bad payload raises :class:`~placement_quota.lease.model.
-        PayloadError`."""
+        PayloadError`. ``plan``: the :class:`~placement_quota.filters.
+        admit.Plan` of an earlier evaluation of a lease that differs only
+        in its dates (what is read before the locks does not depend on
+        them), to use instead of planning again (:attr:`Evaluation.plan`
+        is the one used)."""
         context = lease_model.Context.coerce(context)
         lease = lease_model.Lease.coerce(lease)
         if current_lease is not None:
@@ -506,8 +515,8 @@ class FilterChain:
                 found['found'] = inspect(adm)
 
         try:
-            self._admission(kind, context, lease, decide, current_lease,
-                            record=False)
+            plan = self._admission(kind, context, lease, decide,
+                                   current_lease, record=False, plan=plan)
         except base.EnforcementDenied as denial:
             # Refused before the filters were asked on the ledger (a
             # flavor that cannot be counted; an update of an ended lease).
@@ -515,7 +524,7 @@ class FilterChain:
                        if f.name == denial.filter_name), None)
             return Evaluation(self.filters, outcomes, refused=(by, denial))
         return Evaluation(self.filters, outcomes,
-                          found=found.get('found'))
+                          found=found.get('found'), plan=plan)
 
     def run(self, request):
         """Run a parsed :class:`~placement_quota.lease.model.Request`."""
@@ -537,8 +546,11 @@ class Evaluation:
     (:meth:`FilterChain.evaluate`)."""
 
     def __init__(self, filters, outcomes, exempt=False, refused=None,
-                 found=None):
+                 found=None, plan=None):
         self.filters = list(filters)
+        #: The admission's :class:`~placement_quota.filters.admit.Plan`
+        #: (None: no ledger filter, or refused before one was made).
+        self.plan = plan
         self.exempt = exempt
         #: ``(filter or None, denial)`` when the admission refused the
         #: lease before asking the filters on the ledger.

@@ -17,7 +17,9 @@ later by whole minutes (from the first whole minute after it). Each
 candidate is an update the chain evaluates dry
 (:meth:`~placement_quota.filters.chain.FilterChain.evaluate`), as Blazar's
 ``lease update --end-date`` would be checked: the same filters, locks and
-ledger reads, nothing recorded. A later end never fits where an earlier
+ledger reads, nothing recorded; what an admission reads before its locks
+(Placement, Nova) does not depend on the dates and is read once for the
+whole search. A later end never fits where an earlier
 one did not (a longer lease costs more, holds more at its peak, is
 longer), so the search gallops (1, 2, 4... minutes) until a candidate is
 refused or the search's end is reached, then halves the gap: about 2 x
@@ -93,10 +95,19 @@ def extension(chain, context, entry, now, days):
     last = (max(entry.end_date, now) + datetime.timedelta(days=days)
             ).replace(second=0, microsecond=0)
 
+    # Every candidate differs only in its end date: what the admission
+    # reads before its locks (flavors, Placement, Nova's quota) is read
+    # once, by the first, for the whole search.
+    plans = []
+
     def evaluate(end):
-        return chain.evaluate(
+        found = chain.evaluate(
             admission_mod.CHECK_UPDATE, context,
-            extended(stored, entry.lease_id, end), current_lease=current)
+            extended(stored, entry.lease_id, end), current_lease=current,
+            plan=plans[0] if plans else None)
+        if not plans and found.plan is not None:
+            plans.append(found.plan)
+        return found
 
     latest, refused = search(evaluate, first_candidate(entry.end_date),
                              last)

@@ -155,6 +155,23 @@ class TestQuoteChangesNothing(SideEffectsTestCase):
         self.assertLockFree()
 
 
+class TestExtensionReadsPlacementOnce(SideEffectsTestCase):
+
+    def test_the_search_reads_placement_as_one_update_check_does(self):
+        body = self.body(lease_id=builders.LEASE_ID)
+        self.chain.check_create(self.context, body)
+        client = self.services.placement
+        before = client.calls
+        self.chain.evaluate('check-update', self.context,
+                            dict(body, end_date=_date(3)),
+                            current_lease=body)
+        one_check = client.calls - before
+        before = client.calls
+        self.selfservice.extension(self.context, builders.LEASE_ID)
+        self.assertGreater(one_check, 0)
+        self.assertEqual(one_check, client.calls - before)
+
+
 class TestCapacityQuoteAgreesWithCreate(SideEffectsTestCase):
 
     def test_quote_denied_by_capacity_is_a_create_denied_by_it(self):
