@@ -303,10 +303,10 @@ class TestMonotone(StackingTestCase):
                                                  st.integers(0, 20)))
     def test_a_later_end_is_never_allowed_where_an_earlier_one_is_not(
             self, rule, other, start, ends):
+        # The filter reads its options as it decides.
+        stacker = self.filter
         self.set(**{'stacking_gap': 0, 'stacking_overlap_allowance': 0,
                     rule[0]: rule[1] * HOUR})
-        stacker = stacking.NoStackingFilter(self.conf,
-                                            services=self.services)
         m_start = at(1) + datetime.timedelta(hours=other[0])
         interval = window.Interval(
             m_start, m_start + datetime.timedelta(hours=other[1]),
