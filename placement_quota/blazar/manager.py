@@ -15,7 +15,7 @@ with our filters available to its ``[enforcement] enabled_filters``.
 It takes blazar-manager's arguments (``--config-file
 /etc/blazar/blazar.conf``...) and reads the same configuration. Where
 Blazar is not installed (placement-quota without its ``[blazar]`` extra)
-it says so and exits 2.
+it says so and exits 2 (``--help`` says what it is and exits 0).
 """
 
 import sys
@@ -49,8 +49,10 @@ def main():
         if '-h' in sys.argv[1:] or '--help' in sys.argv[1:]:
             sys.stdout.write(USAGE)
             return 0
-        sys.exit("%s: Blazar is not installed in this Python environment "
-                 "(pip install 'placement-quota[blazar]'): %s"
-                 % (PROG, _MISSING))
+        sys.stderr.write("%s: Blazar is not installed in this Python "
+                         "environment (pip install "
+                         "'placement-quota[blazar]'): %s\n"
+                         % (PROG, _MISSING))
+        return 2
     enforcement.install()
     return blazar_manager.main()
