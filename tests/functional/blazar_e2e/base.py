@@ -182,6 +182,7 @@ class EnforcementFront:
         self.conf = conf
         self.chain = chain_mod.FilterChain(conf, services=services)
         self.app = api_app.make_app(conf, self.chain)
+        self._default = (self.chain, self.app)
         self.port = processes.free_port('127.0.0.1')
         self.url = 'http://127.0.0.1:%d' % self.port
         #: Where Blazar's ExternalServiceFilter joins "check-create"...
@@ -206,6 +207,16 @@ class EnforcementFront:
     @property
     def up(self):
         return self.server is not None
+
+    def use(self, conf, services):
+        """Answer with the chain of ``conf`` (on ``services``) until
+        :meth:`restore`."""
+        self.chain = chain_mod.FilterChain(conf, services=services)
+        self.app = api_app.make_app(conf, self.chain)
+
+    def restore(self):
+        """Answer with the environment's own chain again."""
+        self.chain, self.app = self._default
 
     def start(self):
         if self.server is None:
@@ -364,6 +375,35 @@ class Environment:
             enforcement_endpoint=self.front.endpoint,
             test_double_plugin=True, event_interval=EVENT_INTERVAL).start()
 
+    def chain_config(self, filters, options=None, limits=None):
+        """A configuration of our service on the environment's ledger and
+        broker, whose chain is ``filters`` (names) with ``options``
+        (``{[enforcement] option: value}``; a list is joined with commas,
+        a dict written ``key:value,...``) and, given ``limits`` (the
+        embedded limits file's data), that ``[limits] limits_file``."""
+        name = uuid.uuid4().hex[:8]
+        lines = ['[DEFAULT]', 'transport_url = %s' % self.transport_url,
+                 '[ledger]', 'connection = sqlite:///%s' % os.path.join(
+                     self.workdir, 'ledger.sqlite'),
+                 'count_host_resources = false',
+                 '[enforcement]',
+                 'enabled_filters = %s' % ','.join(filters)]
+        for option, value in sorted((options or {}).items()):
+            if isinstance(value, dict):
+                value = ','.join('%s:%s' % item for item in value.items())
+            elif isinstance(value, (list, tuple)):
+                value = ','.join(str(item) for item in value)
+            lines.append('%s = %s' % (option, value))
+        if limits is not None:
+            limits_file = os.path.join(self.workdir, 'limits-%s.yaml' % name)
+            with open(limits_file, 'w') as f:
+                json.dump(limits, f)  # JSON is YAML
+            lines += ['[limits]', 'limits_file = %s' % limits_file]
+        path = os.path.join(self.workdir, 'placement-quota-%s.conf' % name)
+        with open(path, 'w') as f:
+            f.write('\n'.join(lines) + '\n')
+        return enforcement_fixture.new_config([], config_files=[path])
+
     def _config(self):
         path = os.path.join(self.workdir, 'placement-quota.conf')
         nova_limits = os.path.join(self.workdir, 'nova-limits.yaml')
@@ -496,6 +536,19 @@ class BlazarE2ETestCase(testtools.TestCase):
     def _services_up(self):
         self.env.front.start()
         self.env.lifecycle.start()
+
+    def use_chain(self, filters, options=None, limits=None):
+        """Make our service (which Blazar's ExternalServiceFilter calls)
+        run ``filters`` (names) with ``options`` and ``limits`` (see
+        :meth:`Environment.chain_config`) until the test ends; the ledger
+        stays the environment's. Return the chain's
+        :class:`~placement_quota.services.Services`."""
+        conf = self.env.chain_config(filters, options, limits)
+        services = services_mod.Services(conf)
+        self.addCleanup(services.close)
+        self.env.front.use(conf, services)
+        self.addCleanup(self.env.front.restore)
+        return services
 
     def _delete_leases(self):
         for lease_id in self.leases:
