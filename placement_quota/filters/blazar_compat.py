@@ -43,10 +43,13 @@ from blazar.enforcement import exceptions as enforcement_exceptions
 from blazar.enforcement.filters import external_service_filter
 from blazar.enforcement.filters import max_lease_duration_filter
 from blazar import exceptions as blazar_exceptions
+from oslo_config import cfg
 from oslo_log import log as logging
 
+from placement_quota import conf as pq_conf
 from placement_quota import filters
 from placement_quota.filters import base
+from placement_quota.filters import chain as chain_mod
 from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
@@ -79,6 +82,11 @@ def _translating(method, translate):
     call.__name__ = method.__name__
     call.__doc__ = method.__doc__
     return call
+
+
+def _translating_with(translate):
+    """A decorator: :func:`_translating` with ``translate``."""
+    return lambda method: _translating(method, translate)
 
 
 def _logging_denials(method):
@@ -145,5 +153,58 @@ def for_blazar(cls):
     return type(cls.__name__, (cls,), methods)
 
 
-all_filters = [for_blazar(cls) for cls in filters.all_filters]
+#: Where PlacementQuotaChainFilter reads our configuration by default.
+DEFAULT_CONFIG_FILE = '/etc/placement-quota/placement-quota.conf'
+
+
+class PlacementQuotaChainFilter:
+    """Our whole enforcement chain, as one Blazar filter.
+
+    Blazar calls each filter it loads on its own, so our ledger filters
+    enabled one by one in blazar-manager would each admit and record the
+    lease alone. This one runs the chain of placement-quota's own
+    configuration file (``[enforcement] placement_quota_config_file`` of
+    blazar.conf; its ``[enforcement] enabled_filters`` and every other
+    option of ours there): every filter decides on one locked ledger
+    view and the lease is recorded once, as ``placement-quota serve``
+    does -- without a service to run. Its denials are Blazar's exceptions
+    as for every class here.
+    """
+
+    enforcement_opts = [
+        cfg.StrOpt('placement_quota_config_file',
+                   default=DEFAULT_CONFIG_FILE,
+                   help='placement-quota\'s configuration file, whose '
+                        'enforcement chain PlacementQuotaChainFilter runs '
+                        'inside blazar-manager (read by that filter '
+                        'only).'),
+    ]
+
+    def __init__(self, conf=None, chain=None):
+        self.conf = conf
+        for opt in self.enforcement_opts:
+            conf.register_opt(opt, 'enforcement')
+        if chain is None:
+            ours = pq_conf.new_config(
+                [], config_files=[
+                    conf.enforcement.placement_quota_config_file])
+            chain = chain_mod.FilterChain(ours)
+        #: The :class:`~placement_quota.filters.chain.FilterChain` run.
+        self.chain = chain
+
+    @_translating_with(_denied_create)
+    def check_create(self, context, lease):
+        self.chain.check_create(context, lease)
+
+    @_translating_with(_denied_update)
+    def check_update(self, context, current_lease, lease):
+        self.chain.check_update(context, current_lease, lease)
+
+    @_logging_denials
+    def on_end(self, context, lease):
+        self.chain.on_end(context, lease)
+
+
+all_filters = [for_blazar(cls) for cls in filters.all_filters] + [
+    PlacementQuotaChainFilter]
 globals().update({cls.__name__: cls for cls in all_filters})

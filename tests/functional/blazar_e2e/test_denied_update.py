@@ -18,7 +18,9 @@ filters run:
 
 * in-process: a second stock Blazar (API and manager, as
   :class:`tests.fixtures.blazar.BlazarServer` runs them) whose manager
-  runs our MaximumReservationLengthFilter itself, made loadable by
+  runs our MaximumReservationLengthFilter itself and, through
+  PlacementQuotaChainFilter, a chain of our ledger filters
+  (:data:`CHAIN`) on a ledger of its own, all made loadable by
   ``placement_quota.blazar.enforcement.install()`` as
   ``placement-quota-blazar-manager`` does; it shares the environment's
   Keystone and RabbitMQ (a vhost of its own) and starts once per test
@@ -28,30 +30,54 @@ filters run:
 """
 
 import datetime
+import os
+import tempfile
 import uuid
 
 from testtools import matchers
 
 from blazarclient import exception as blazar_exception
 
+from placement_quota.ledger import store
 from tests.functional.blazar_e2e import base
 from tests.fixtures import blazar as blazar_fixture
 from tests.fixtures import process as processes
 
 #: The in-process Blazar's maximum lease length: a day.
 IN_PROCESS_MAX_LENGTH = 86400
+#: The chain PlacementQuotaChainFilter runs there: limits past what the
+#: other tests reserve (one lease of one instance a project).
+CHAIN = ['LeaseCountFilter', 'UserLimitFilter']
+MAX_LEASES = 2
+MAX_INSTANCES_PER_USER = 1
 
 
 def _start_in_process_blazar():
     env = base.environment()
     vhost = 'pq-in-process-%s' % uuid.uuid4().hex[:12]
-    return blazar_fixture.BlazarServer(
+    workdir = tempfile.mkdtemp(prefix='pq-in-process-', dir=env.workdir)
+    ledger_url = 'sqlite:///%s' % os.path.join(workdir, 'ledger.sqlite')
+    store.Ledger(ledger_url, migrate=True).dispose()
+    config_file = os.path.join(workdir, 'placement-quota.conf')
+    with open(config_file, 'w') as f:
+        f.write('\n'.join([
+            '[ledger]', 'connection = %s' % ledger_url,
+            'count_host_resources = false',
+            '[enforcement]', 'enabled_filters = %s' % ','.join(CHAIN),
+            'max_leases_per_project = %d' % MAX_LEASES,
+            'max_instances_per_user = %d' % MAX_INSTANCES_PER_USER]) + '\n')
+    server = blazar_fixture.BlazarServer(
         env.keystone, transport_url=env.rabbit.add_vhost(vhost),
-        in_process_filters=['MaximumReservationLengthFilter'],
+        in_process_filters=['MaximumReservationLengthFilter',
+                            'PlacementQuotaChainFilter'],
         enforcement_options={
-            'reservation_max_length': IN_PROCESS_MAX_LENGTH},
+            'reservation_max_length': IN_PROCESS_MAX_LENGTH,
+            'placement_quota_config_file': config_file},
         test_double_plugin=True,
         event_interval=base.EVENT_INTERVAL).start()
+    #: The ledger the manager's chain records into.
+    server.ledger_url = ledger_url
+    return server
 
 
 _in_process_blazar = processes.OncePerProcess(
@@ -129,6 +155,69 @@ class TestInProcessFilters(DeniedUpdateTests, base.BlazarE2ETestCase):
                       str(error))
         self.assertEqual(403, error.kwargs.get('code'))
         self.assertEqual([], self.client.lease.list())
+
+
+class TestOurChainInsideBlazarManager(base.BlazarE2ETestCase):
+    """PlacementQuotaChainFilter: our ledger filters decide inside
+    blazar-manager in one admission, and record the lease once."""
+
+    def blazar_server(self):
+        return _in_process_blazar.get()
+
+    def setUp(self):
+        super().setUp()
+        self.ledger = store.Ledger(self.blazar_server().ledger_url)
+        self.addCleanup(self.ledger.dispose)
+
+    def entries(self):
+        with self.ledger.transaction() as txn:
+            return txn.leases(self.project)
+
+    def test_an_allowed_lease_is_recorded_once_by_the_chain(self):
+        lease = self.create_lease(name='first')
+
+        [entry] = self.entries()
+        self.assertEqual(('first', 'pending', 1),
+                         (entry.name, entry.state,
+                          entry.amounts['instances']))
+        self.assertEqual(lease['end_date'][:16],
+                         entry.end_date.isoformat()[:16])
+
+    def test_a_lease_past_the_chains_count_is_refused_with_its_message(self):
+        # One after another: one instance at a time, as the user may.
+        first = base.minute() + datetime.timedelta(hours=1)
+        starts = [first + datetime.timedelta(hours=3 * i)
+                  for i in range(MAX_LEASES + 1)]
+        for start in starts[:-1]:
+            self.create_lease(start=start)
+
+        error = self.assertRaises(blazar_exception.BlazarClientException,
+                                  self.create_lease, start=starts[-1])
+
+        self.assertIn('at most %d are allowed' % MAX_LEASES, str(error))
+        self.assertEqual(403, error.kwargs.get('code'))
+        self.assertEqual(MAX_LEASES, len(self.client.lease.list()))
+
+    def test_an_update_the_chain_denies_keeps_the_lease_and_its_entry(self):
+        first = self.create_lease(hours=2)
+        end = datetime.datetime.fromisoformat(first['end_date'])
+        self.create_lease(start=end + datetime.timedelta(hours=1), hours=2)
+        before = self.entry(lease_id=None, name=first['name'])
+
+        # Two hours more overlap the second lease: two instances at once.
+        error = self.assertRaises(
+            blazar_exception.BlazarClientException,
+            self.client.lease.update, first['id'],
+            end_date=base.api_date(end + datetime.timedelta(hours=2)))
+
+        self.assertIn('at most %d per user' % MAX_INSTANCES_PER_USER,
+                      str(error))
+        self.assertEqual(400, error.kwargs.get('code'))
+        after = self.client.lease.get(first['id'])
+        self.assertEqual(('PENDING', first['end_date']),
+                         (after['status'], after['end_date']))
+        self.assertEqual(before.end_date,
+                         self.entry(name=first['name']).end_date)
 
 
 class TestExternalService(DeniedUpdateTests, base.BlazarE2ETestCase):
