@@ -156,7 +156,15 @@ class RollingCapFilter(ledger_base.LedgerFilter):
 
     def prepare(self, context, lease, flavors=None):
         """The caps, read before the admission locks anything: the
-        limits source may be Keystone."""
+        limits source may be Keystone. None are read for a lease that
+        asks for none of the capped resources (known without the hosts'
+        Placement resources unless a ``host:`` resource is capped)."""
+        resources = self._resources()
+        if resources and not any(
+                r.startswith(accounting.HOST_PREFIX) for r in resources):
+            asked = accounting.lease_amounts(lease, None, flavors)
+            if not any(asked.get(r, 0) > 0 for r in resources):
+                return Caps({}, {})
         return self.caps(context.project_id)
 
     def prepare_describe(self, project_id):

@@ -15,6 +15,7 @@ file."""
 
 import os
 
+import testtools
 import yaml
 
 from placement_quota.filters import rolling_cap
@@ -114,7 +115,9 @@ class TestProjectCap(RollingCapTestCase):
         self.create(lease(day(5), day(6), hosts('b'), name='b'))
         self.assertEqual(['a', 'b'], [e.name for e in self.live_entries()])
 
-    def test_a_lease_without_the_resource_is_not_looked_at(self):
+    def test_a_lease_without_the_resource_reads_no_cap(self):
+        # A limits file that cannot be read is never asked.
+        self.set('limits', limits_file=os.path.join(self.tmp, 'missing'))
         self.create(lease(day(2), day(20), instances(5), name='a'))
         self.assertEqual(1, len(self.live_entries()))
 
@@ -235,7 +238,7 @@ class TestSelfService(RollingCapTestCase):
                      'until': '2026-06-05T00:00:00Z'}}], found['limits'])
 
 
-class TestRollingWindows(base.testtools.TestCase):
+class TestRollingWindows(testtools.TestCase):
     """The pure computation: the busiest window, exact."""
 
     def test_busiest_window_is_found_at_a_breakpoint(self):
