@@ -204,7 +204,8 @@ class TestInert(RollingCapTestCase):
 
 class TestSelfService(RollingCapTestCase):
 
-    limits = {'registered_limits': {'hours:hosts': 60}}
+    limits = {'registered_limits': {'hours:hosts': 60,
+                                    'user_hours:hosts': 100}}
 
     def setUp(self):
         super().setUp()
@@ -230,12 +231,30 @@ class TestSelfService(RollingCapTestCase):
         self.create(lease(day(4), day(5), hosts('b'), name='b'),
                     via=self.service_chain)
         found = self.selfservice.view(self.project, 'u', 30)
-        self.assertEqual([{
+        self.assertEqual({
             'filter': 'RollingCapFilter', 'resource': 'hours:hosts',
             'scope': 'project', 'project_id': 'project-a', 'limit': 60,
             'unit': 'host-hours', 'in_use': 0.0,
             'peak': {'amount': 48.0, 'at': '2026-05-29T00:00:00Z',
-                     'until': '2026-06-05T00:00:00Z'}}], found['limits'])
+                     'until': '2026-06-05T00:00:00Z'}}, found['limits'][0])
+
+    def test_the_project_view_shows_the_users_own_cap(self):
+        self.create(lease(day(2), day(3, 12), hosts('a'), name='a'),
+                    via=self.service_chain)
+        found = self.selfservice.view(self.project, 'v', 30)['limits']
+        self.assertEqual(
+            [('project', 36.0), ('user', 0.0)],
+            [(m['scope'], m['peak']['amount']) for m in found])
+        self.assertEqual(('user_hours:hosts', 100, 'v'),
+                         (found[1]['resource'], found[1]['limit'],
+                          found[1]['user_id']))
+
+    def test_in_use_is_the_window_ending_now(self):
+        self.create(lease(day(1), day(3), hosts('a'), name='a'),
+                    via=self.service_chain)
+        self.now = builders.at(2, 6)
+        found = self.selfservice.view(self.project, 'u', 30)['limits']
+        self.assertEqual([30.0, 30.0], [m['in_use'] for m in found])
 
 
 class TestRollingWindows(testtools.TestCase):
