@@ -15,11 +15,13 @@ file."""
 
 import os
 
+import fixtures
 import testtools
 import yaml
 
 from placement_quota.filters import rolling_cap
 from placement_quota.ledger import rolling
+from placement_quota.limits import sources
 from placement_quota.selfservice import service
 from tests import builders
 from tests.builders import day
@@ -90,6 +92,22 @@ class TestProjectCap(RollingCapTestCase):
         self.create(lease(day(1), day(3), hosts('a'), name='a'))
         self.create(lease(day(10), day(12), hosts('b'), name='b'))
         self.assertEqual(2, len(self.live_entries()))
+
+    def test_the_caps_are_read_before_the_ledger_is_locked(self):
+        original = sources.EmbeddedSource.refresh
+        read = []
+
+        def refresh(source, project_ids):
+            # The project's lock is free: taking it here does not wait.
+            with self.ledger.transaction(list(project_ids)):
+                read.append(list(project_ids))
+            return original(source, project_ids)
+
+        self.useFixture(fixtures.MonkeyPatch(
+            'placement_quota.limits.sources.EmbeddedSource.refresh',
+            refresh))
+        self.create(lease(day(2), day(3), hosts('a'), name='a'))
+        self.assertEqual([['project-a']], read)
 
     def test_other_projects_do_not_count(self):
         self.create(lease(day(2), day(4), hosts('a'), name='a'),
@@ -224,6 +242,16 @@ class TestSelfService(RollingCapTestCase):
                          (found['latest_end_date'], found['bound_by']))
         self.update(body, dict(body, end_date=day(3, 12)),
                     via=self.service_chain)
+
+    def test_a_quote_past_the_cap_names_the_rule_and_records_nothing(self):
+        self.create(lease(day(2), day(4), hosts('a'), name='a'),
+                    via=self.service_chain)
+        found = self.selfservice.quote(self.context(), lease(
+            day(5), day(5, 13), hosts('b'), name='b'))
+        self.assertFalse(found['allowed'])
+        self.assertIn('may use at most 60 host-hours (hosts) in any 7 days',
+                      found['filters'][0]['message'])
+        self.assertEqual(1, len(self.live_entries()))
 
     def test_the_project_view_shows_the_cap_and_the_busiest_window(self):
         self.create(lease(day(2), day(3), hosts('a'), name='a'),
