@@ -42,6 +42,8 @@ every user of the project takes too.
 """
 
 import datetime
+import threading
+import time
 
 from oslo_config import cfg
 
@@ -135,6 +137,12 @@ class RollingCapFilter(ledger_base.LedgerFilter):
                  'any window of this length, wherever it starts.'),
     ]
 
+    def __init__(self, conf, services=None):
+        super().__init__(conf, services)
+        self._lock = threading.Lock()
+        #: ``{project_id: (monotonic time, source version, Caps)}``.
+        self._cached = {}
+
     def inert(self):
         if self.conf.enforcement.rolling_cap_resources:
             return None
@@ -145,14 +153,37 @@ class RollingCapFilter(ledger_base.LedgerFilter):
         return sorted(set(self.conf.enforcement.rolling_cap_resources))
 
     def caps(self, project_id):
-        """The :class:`Caps` of ``project_id``, read from the limits
-        source now (cached as ``[limits] cache_ttl`` says)."""
+        """The :class:`Caps` of ``project_id``, kept as
+        ProjectTreeLimitFilter keeps its tree: while the source's version
+        is the same, for good from a local source without one (the
+        embedded limits file does not change while the service runs),
+        else for ``[limits] cache_ttl`` seconds (read again for every
+        request when it is 0)."""
         if not self._resources():
             return Caps({}, {})
-        data = self.services.limits_source.refresh([project_id])
+        source = self.services.limits_source
+        version = source.version()
+        now = time.monotonic()
+        with self._lock:
+            cached = self._cached.get(project_id)
+        if cached is not None:
+            read_at, seen, found = cached
+            if version is not None:
+                if seen == version:
+                    return found
+            elif source.local:
+                return found
+            else:
+                ttl = self.conf.limits.cache_ttl
+                if ttl and now - read_at < ttl:
+                    return found
+        data = source.refresh([project_id])
         project = data.projects.get(project_id)
-        return Caps(data.registered_limits,
-                    project.limits if project is not None else {})
+        found = Caps(data.registered_limits,
+                     project.limits if project is not None else {})
+        with self._lock:
+            self._cached[project_id] = (now, version, found)
+        return found
 
     def prepare(self, context, lease, flavors=None):
         """The caps, read before the admission locks anything: the

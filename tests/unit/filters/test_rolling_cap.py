@@ -109,6 +109,16 @@ class TestProjectCap(RollingCapTestCase):
         self.create(lease(day(2), day(3), hosts('a'), name='a'))
         self.assertEqual([['project-a']], read)
 
+    def test_the_caps_of_the_limits_file_are_read_once(self):
+        read = []
+        original = sources.EmbeddedSource.refresh
+        self.useFixture(fixtures.MonkeyPatch(
+            'placement_quota.limits.sources.EmbeddedSource.refresh',
+            lambda source, ids: read.append(ids) or original(source, ids)))
+        self.create(lease(day(2), day(3), hosts('a'), name='a'))
+        self.create(lease(day(4), day(5), hosts('b'), name='b'))
+        self.assertEqual([['project-a']], read)
+
     def test_other_projects_do_not_count(self):
         self.create(lease(day(2), day(4), hosts('a'), name='a'),
                     project='other')
