@@ -14,6 +14,7 @@
 from placement_quota.filters.base import BaseFilter  # noqa: F401
 from placement_quota.filters.base import EnforcementDenied  # noqa: F401
 from placement_quota.filters.placement_capacity import PlacementCapacityFilter
+from placement_quota.filters.rolling_cap import RollingCapFilter
 from placement_quota.filters.credit import CreditFilter
 from placement_quota.filters.extension_window import ExtensionWindowFilter
 from placement_quota.filters.external import ExternalServiceFilter
@@ -41,4 +42,5 @@ all_filters = [
     UserLimitFilter,
     ExtensionWindowFilter,
     NoStackingFilter,
+    RollingCapFilter,
 ]

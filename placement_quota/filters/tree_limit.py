@@ -36,6 +36,7 @@ from oslo_config import cfg
 
 from placement_quota.filters import ledger_base
 from placement_quota.filters import measures
+from placement_quota.filters import rolling_cap
 from placement_quota.ledger import window
 from placement_quota.limits import tree as tree_mod
 
@@ -142,7 +143,10 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
     def describe(self, probe):
         tree = self._tree()
         listed = self.conf.enforcement.tree_limit_resources
-        resources = sorted(set(listed) if listed else set(tree.resources()))
+        # The rolling caps (hours:..., RollingCapFilter's) are limits of
+        # the same source, but not on what is held at one moment.
+        resources = sorted(set(listed) if listed else {
+            r for r in tree.resources() if not rolling_cap.is_cap_name(r)})
         found = []
         for scope, project_id, limit_of, intervals in self.scopes(
                 tree, probe, resources):

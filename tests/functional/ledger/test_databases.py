@@ -171,12 +171,13 @@ class ServiceProcess:
 class ServiceProcesses:
     """Two ``placement-quota serve`` processes on one ledger database."""
 
-    def start_services(self, filters, extra=''):
+    def start_services(self, filters, extra='',
+                       limits_file='registered_limits: {hosts: 10}\n'):
         directory = self.useFixture(fixtures.TempDir()).path
         config = os.path.join(directory, 'placement-quota.conf')
         limits = os.path.join(directory, 'limits.yaml')
         with open(limits, 'w') as f:
-            f.write('registered_limits: {hosts: 10}\n')
+            f.write(limits_file)
         with open(config, 'w') as f:
             f.write('[database]\nconnection = %s\n'
                     '[ledger]\ncount_host_resources = '
@@ -240,6 +241,16 @@ class TwoServiceProcesses(ServiceProcesses):
                                        'max_hosts_per_user = 10\n')
         project = 'p-%s' % uuid.uuid4().hex[:8]
         statuses = self.hammer(services, project, user='alice')
+        self.assertAdmitted(10, statuses)
+        self.assertEqual(10, len(self.live_entries(project)))
+
+    def test_rolling_cap_admits_exactly_the_cap(self):
+        # Each lease: one host for a day, 24 host-hours; 240 in any week.
+        services = self.start_services(
+            ['RollingCapFilter'], 'rolling_cap_resources = hosts\n',
+            limits_file='registered_limits: {"hours:hosts": 240}\n')
+        project = 'p-%s' % uuid.uuid4().hex[:8]
+        statuses = self.hammer(services, project)
         self.assertAdmitted(10, statuses)
         self.assertEqual(10, len(self.live_entries(project)))
 
