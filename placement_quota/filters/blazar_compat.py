@@ -182,8 +182,7 @@ class PlacementQuotaChainFilter:
 
     def __init__(self, conf=None, chain=None):
         self.conf = conf
-        for opt in self.enforcement_opts:
-            conf.register_opt(opt, 'enforcement')
+        self.register_opts(conf)
         if chain is None:
             ours = pq_conf.new_config(
                 [], config_files=[
@@ -191,6 +190,11 @@ class PlacementQuotaChainFilter:
             chain = chain_mod.FilterChain(ours)
         #: The :class:`~placement_quota.filters.chain.FilterChain` run.
         self.chain = chain
+
+    @classmethod
+    def register_opts(cls, conf):
+        for opt in cls.enforcement_opts:
+            conf.register_opt(opt, 'enforcement')
 
     @_translating_with(_denied_create)
     def check_create(self, context, lease):

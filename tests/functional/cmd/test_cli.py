@@ -175,7 +175,8 @@ class TestFilterList(CLITestCase):
                           'ProjectTreeLimitFilter': '',
                           'UserLimitFilter': '',
                           'ExtensionWindowFilter': '',
-                          'NoStackingFilter': ''}, rows)
+                          'NoStackingFilter': '',
+                          'RollingCapFilter': ''}, rows)
 
     def test_describes_each_filter_by_its_docstrings_first_line(self):
         result = command('filter', 'list', '-f', 'json', '-c', 'Name',
