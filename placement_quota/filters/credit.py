@@ -428,8 +428,8 @@ class CreditFilter(ledger_base.LedgerFilter):
         'hourly_rate', 'hours', 'charge', 'balance', 'balance_after',
         'allocation_id', 'pools'}`` (credits; ``charge`` is what this
         request charges: the cost, less what an update's lease was charged
-        already; the balances are None without an allocation; ``pools``:
-        :meth:`pools_price_of`)."""
+        already; the balances are None without an allocation; ``pools``,
+        only when ``credit_pool_classes`` is set: :meth:`pools_price_of`)."""
         rate_micro = self.rate_of(admission)
         cost = store.cost(rate_micro, admission.start, admission.end)
         charge = cost - admission.previously_charged
@@ -440,8 +440,9 @@ class CreditFilter(ledger_base.LedgerFilter):
                                 4),
                  'charge': store.from_micro(charge),
                  'balance': None, 'balance_after': None,
-                 'allocation_id': None,
-                 'pools': self.pools_price_of(admission)}
+                 'allocation_id': None}
+        if self.pool_classes:
+            found['pools'] = self.pools_price_of(admission)
         if allocation is not None:
             balance = allocation.amount - admission.txn.spent(allocation.id)
             found.update(balance=store.from_micro(balance),
@@ -452,7 +453,8 @@ class CreditFilter(ledger_base.LedgerFilter):
     def balance_of(self, probe):
         """The project's credits at ``probe.start`` (now), for the
         project view: ``{'allocation', 'spent', 'balance', 'user',
-        'pools'}`` (credits; ``pools``: :meth:`pools_balance_of`), or None
+        'pools'}`` (credits; ``pools``, only when ``credit_pool_classes``
+        is set: :meth:`pools_balance_of`), or None
         when neither an allocation nor a pool is in force then (without
         an allocation but with pools, ``allocation``, ``spent`` and
         ``balance`` are None)."""
@@ -462,7 +464,9 @@ class CreditFilter(ledger_base.LedgerFilter):
         if allocation is None and not pools:
             return None
         found = {'allocation': None, 'spent': None, 'balance': None,
-                 'user': None, 'pools': pools}
+                 'user': None}
+        if self.pool_classes:
+            found['pools'] = pools
         if allocation is not None:
             spent = txn.spent(allocation.id)
             found.update(
