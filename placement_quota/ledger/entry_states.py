@@ -52,7 +52,8 @@ def pools_of(entry):
     filters/credit.py); {} for none (or no entry)."""
     if entry is None:
         return {}
-    return dict(getattr(entry, 'pool_charges', None) or {})
+    # The whole row (a partial one would lose the pools: an error).
+    return dict(entry.pool_charges or {})
 
 
 def repriced(entry, charged_of):
