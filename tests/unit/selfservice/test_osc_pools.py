@@ -9,11 +9,13 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""How ``openstack reservation quota show`` and ``quote`` print credit
-pools (the documents the project API answers)."""
+"""How ``openstack reservation quota show``, ``quote`` and the dashboard's
+credits section show credit pools (from the documents the project API
+answers)."""
 
 import testtools
 
+from placement_quota.dashboard import present
 from placement_quota.osc import selfservice
 
 POOL = {'resource_class': 'VCPU',
@@ -53,3 +55,15 @@ class TestPoolRows(testtools.TestCase):
              'pool'),
             (flat['credits_cost'], flat['credits_pool_VCPU'],
              flat['credits_pool_CUSTOM_GPU']))
+
+
+class TestDashboardPools(testtools.TestCase):
+
+    def test_the_credits_section_lists_each_pool_in_hours(self):
+        summary = present.credit_summary({
+            'allocation': None, 'spent': None, 'balance': None,
+            'user': None, 'pools': [POOL]})
+        self.assertEqual(
+            (False, [{'resource_class': 'VCPU', 'amount': '100.00',
+                      'spent': '80.00', 'balance': '20.00'}]),
+            (summary['has_allocation'], summary['pools']))
