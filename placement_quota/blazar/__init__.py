@@ -9,12 +9,16 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""Blazar resource plugins whose Placement writes go through
-:class:`placement_quota.placement.reservations.Transitions`.
+"""What runs inside Blazar's processes.
 
+Blazar resource plugins whose Placement writes go through
+:class:`placement_quota.placement.reservations.Transitions`.
 Blazar loads them by name from the stevedore namespace
 ``blazar.resource.plugins`` (``[manager] plugins`` in ``blazar.conf``):
 ``virtual.instance.placement_quota`` and ``flavor.instance.placement_quota``.
+
+Our enforcement filters in blazar-manager (:mod:`.enforcement`) and the
+``placement-quota-blazar-manager`` command that runs them (:mod:`.manager`).
 
 The modules of this package import Blazar (``pip install
 placement-quota[blazar]``); nothing else in placement_quota imports them,

@@ -15,6 +15,7 @@ from placement_quota.filters.base import BaseFilter  # noqa: F401
 from placement_quota.filters.base import EnforcementDenied  # noqa: F401
 from placement_quota.filters.placement_capacity import PlacementCapacityFilter
 from placement_quota.filters.credit import CreditFilter
+from placement_quota.filters.extension_window import ExtensionWindowFilter
 from placement_quota.filters.external import ExternalServiceFilter
 from placement_quota.filters.lease_count import LeaseCountFilter
 from placement_quota.filters.max_length import MaxLeaseDurationFilter
@@ -22,6 +23,7 @@ from placement_quota.filters.max_length import \
     MaximumReservationLengthFilter
 from placement_quota.filters.nova_quota import NovaQuotaFilter
 from placement_quota.filters.size import ReservationSizeFilter
+from placement_quota.filters.stacking import NoStackingFilter
 from placement_quota.filters.tree_limit import ProjectTreeLimitFilter
 from placement_quota.filters.user_limit import UserLimitFilter
 
@@ -37,4 +39,6 @@ all_filters = [
     CreditFilter,
     ProjectTreeLimitFilter,
     UserLimitFilter,
+    ExtensionWindowFilter,
+    NoStackingFilter,
 ]

@@ -41,7 +41,7 @@ class EnforcementDenied(Exception):
     """A filter denied the request; ``str(exc)`` is shown to the user.
 
     Inside blazar-manager, use :mod:`placement_quota.filters.blazar_compat`,
-    which turns it into the ``NotAuthorized`` Blazar's manager expects.
+    which turns it into the exceptions Blazar's manager expects.
     """
 
     code = http_status = 403

@@ -11,39 +11,83 @@
 # under the License.
 """Our filters, as blazar-manager runs them in-process.
 
-Blazar's manager catches ``blazar.exceptions.NotAuthorized`` around its
-enforcement calls, sets the lease to ERROR and returns the message to the
-user. The classes here are our filters with their denials translated to a
-subclass of it. Import this module only where Blazar is installed::
+Each class here is one of our filters whose denials are Blazar's
+exceptions, chosen for what blazar-manager does with each:
 
-    from placement_quota.filters import blazar_compat
-    # e.g. expose them to Blazar's UsageEnforcement:
-    for cls in blazar_compat.all_filters: ...
+``check_create``
+    :class:`EnforcementDenied`, a ``blazar.exceptions.NotAuthorized``:
+    the manager's ``create_lease`` catches it, no lease is created, and
+    the user gets a 403 with our message.
+``check_update``
+    ``blazar.enforcement.exceptions.ExternalServiceFilterException`` with
+    our message: the manager's ``update_lease`` gives the lease its status
+    back (ACTIVE, PENDING...) only for an exception whose exact type it
+    lists as non-fatal, and sets it to ERROR for any other, a subclass of
+    a listed one included. This listed type is the one Blazar's own
+    ExternalServiceFilter raises for a denial from our service, so the
+    user gets the same answer (400, our message) whichever way our
+    filters run.
+``on_end``
+    never raises a denial: it is logged. Blazar ends or deletes the lease
+    whatever enforcement says (it logs anything on-end raises).
+
+Import this module only where Blazar is installed.
+:func:`placement_quota.blazar.enforcement.install` puts :data:`all_filters`
+into Blazar's filter namespace (what ``placement-quota-blazar-manager``
+does before starting blazar-manager).
 """
 
 import threading
 
+from blazar.enforcement import exceptions as enforcement_exceptions
 from blazar.enforcement.filters import external_service_filter
 from blazar.enforcement.filters import max_lease_duration_filter
 from blazar import exceptions as blazar_exceptions
+from oslo_log import log as logging
 
 from placement_quota import filters
 from placement_quota.filters import base
 from placement_quota import services as services_mod
 
+LOG = logging.getLogger(__name__)
+
 
 class EnforcementDenied(blazar_exceptions.NotAuthorized):
-    """A denial by one of our filters, as Blazar's NotAuthorized."""
+    """A denial of a create by one of our filters, as Blazar's
+    NotAuthorized."""
 
     msg_fmt = '%(message)s'
 
 
-def _translating(method):
+def _denied_create(denial):
+    return EnforcementDenied(message=str(denial))
+
+
+def _denied_update(denial):
+    # The exact type update_lease lists as non-fatal (see the module's
+    # documentation): a subclass would put the lease into ERROR.
+    return enforcement_exceptions.ExternalServiceFilterException(
+        message=str(denial))
+
+
+def _translating(method, translate):
     def call(self, *args):
         try:
             return method(self, *args)
         except base.EnforcementDenied as denial:
-            raise EnforcementDenied(message=str(denial)) from denial
+            raise translate(denial) from denial
+    call.__name__ = method.__name__
+    call.__doc__ = method.__doc__
+    return call
+
+
+def _logging_denials(method):
+    def call(self, *args):
+        try:
+            return method(self, *args)
+        except base.EnforcementDenied as denial:
+            LOG.warning('%s denied the end of a lease, which Blazar ends '
+                        'anyway: %s', type(self).__name__, denial)
     call.__name__ = method.__name__
     call.__doc__ = method.__doc__
     return call
@@ -88,8 +132,11 @@ def _init(cls):
 def for_blazar(cls):
     """A subclass of filter ``cls`` whose denials and shared options are
     Blazar's."""
-    methods = {name: _translating(getattr(cls, name))
-               for name in ('check_create', 'check_update', 'on_end')}
+    methods = {
+        'check_create': _translating(cls.check_create, _denied_create),
+        'check_update': _translating(cls.check_update, _denied_update),
+        'on_end': _logging_denials(cls.on_end),
+    }
     methods['__init__'] = _init(cls)
     methods['enforcement_opts'] = [_BLAZAR_OPTS.get(opt.dest, opt)
                                    for opt in cls.enforcement_opts]

@@ -46,6 +46,27 @@ def when(moment):
     return moment.strftime('%Y-%m-%d %H:%M')
 
 
+def span(seconds):
+    """``2 days 6 hours``, ``1 hour 30 minutes``, ``45 seconds`` (the
+    units that are not zero, largest first); ``0 seconds`` for none."""
+    seconds = int(seconds)
+    parts = []
+    for size, unit in ((86400, 'day'), (3600, 'hour'), (60, 'minute'),
+                       (1, 'second')):
+        count, seconds = divmod(seconds, size)
+        if count:
+            parts.append('%d %s%s' % (count, unit, '' if count == 1 else 's'))
+    return ' '.join(parts) or '0 seconds'
+
+
+def lease_label(name, lease_id):
+    """``gpu-1 (9f3c...)``, ``gpu-1`` or ``9f3c...``: how a message names
+    a lease; None when it has neither name nor ID."""
+    if name and lease_id:
+        return '%s (%s)' % (name, lease_id)
+    return name or lease_id or None
+
+
 def peak_text(peak):
     """``6 reserved at the peak, from 2026-05-13 10:00 to 2026-05-14
     00:00`` or ``none reserved in the window``."""

@@ -60,6 +60,10 @@ class Measure:
     peak: typing.Optional[window.Peak] = None
     project_id: typing.Optional[str] = None
     user_id: typing.Optional[str] = None
+    #: The earliest start a new lease may have under the limit, when
+    #: that is later than the window's start (NoStackingFilter: after
+    #: the owner's last lease of the resource); listed only when set.
+    earliest_start: typing.Optional[datetime.datetime] = None
 
     def as_dict(self):
         peak = None
@@ -73,6 +77,8 @@ class Measure:
             found['project_id'] = self.project_id
         if self.user_id is not None:
             found['user_id'] = self.user_id
+        if self.earliest_start is not None:
+            found['earliest_start'] = iso(self.earliest_start)
         return found
 
 

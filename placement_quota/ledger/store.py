@@ -417,16 +417,19 @@ class Transaction:
             .where(t.c.lease_id == lease_id)).first()
 
     def intervals(self, start, end, project_ids=None, exclude=None,
-                  with_lease=False):
+                  with_lease=False, with_names=False):
         """``[(window.Interval, row)]`` of every live entry overlapping
         ``[start, end)``: of ``project_ids``, or of every project. The row
-        has ``id``, ``project_id``, ``user_id`` and, ``with_lease``, the
-        stored lease."""
+        has ``id``, ``project_id``, ``user_id``, ``with_lease`` the stored
+        lease and ``with_names`` the lease's ``lease_id`` and ``name``
+        (how a message names it)."""
         t = models.leases
         columns = [t.c.id, t.c.project_id, t.c.user_id, t.c.start_date,
                    t.c.effective_end, t.c.amounts]
         if with_lease:
             columns.append(t.c.lease)
+        if with_names:
+            columns += [t.c.lease_id, t.c.name]
         query = sa.select(*columns).where(
             t.c.state.notin_(models.NOT_COUNTED), t.c.effective_end > start,
             t.c.start_date < end)

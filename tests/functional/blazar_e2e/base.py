@@ -517,15 +517,21 @@ class BlazarE2ETestCase(testtools.TestCase):
                            user_domain_name=keystone.user_domain_name)
         self.client = blazar_client.Client(
             session=ks_session.Session(auth=auth),
-            endpoint_override=self.env.blazar.endpoint)
+            endpoint_override=self.blazar_server().endpoint)
         # Run before the user is deleted (cleanups run last in, first out).
         self.leases = []
         self.addCleanup(self._delete_leases)
 
+    def blazar_server(self):
+        """The :class:`~tests.fixtures.blazar.BlazarServer` the user's
+        client talks to: the environment's."""
+        return self.env.blazar
+
     def _blazar_log(self, exc_info):
-        if self.env.blazar is not None:
+        server = self.blazar_server()
+        if server is not None:
             self.addDetail('blazar-log', testtools.content.text_content(
-                self.env.blazar.log_tail(100)))
+                server.log_tail(100)))
 
     def _services_up(self):
         self.env.front.start()

@@ -173,7 +173,9 @@ class TestFilterList(CLITestCase):
                           'PlacementCapacityFilter': '',
                           'CreditFilter': '',
                           'ProjectTreeLimitFilter': '',
-                          'UserLimitFilter': ''}, rows)
+                          'UserLimitFilter': '',
+                          'ExtensionWindowFilter': '',
+                          'NoStackingFilter': ''}, rows)
 
     def test_describes_each_filter_by_its_docstrings_first_line(self):
         result = command('filter', 'list', '-f', 'json', '-c', 'Name',

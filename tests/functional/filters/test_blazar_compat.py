@@ -14,7 +14,8 @@
 1. Blazar's own ExternalServiceFilter calls our running service, with the
    base URLs operators write: ``.../v1/`` and ``.../v1``.
 2. Blazar's UsageEnforcement drives our filter classes in-process; they are
-   put into its filter namespace inside these tests only.
+   put into its filter namespace inside these tests only, by a patch or by
+   ``placement_quota.blazar.enforcement.install()``.
 """
 
 import datetime
@@ -37,6 +38,8 @@ from oslo_config import cfg
 from oslo_config import fixture as config_fixture
 import testtools
 
+from placement_quota.blazar import enforcement as pq_enforcement
+from placement_quota.filters import base
 from placement_quota.filters import blazar_compat
 from tests.fixtures import enforcement as service_fixture
 
@@ -189,9 +192,29 @@ class TestBlazarUsageEnforcementDrivesOurFilters(BlazarTestCase):
                                        reservation_max_length=DAY)
         current, reservations, allocations = blazar_lease(hours=12)
         new, _, _ = blazar_lease(hours=36)
-        self.assertRaises(blazar_exc.NotAuthorized, enforcement.check_update,
-                          self.context, current, new, allocations,
-                          allocations, reservations, reservations)
+        error = self.assertRaises(
+            blazar_enforcement_exc.ExternalServiceFilterException,
+            enforcement.check_update, self.context, current, new,
+            allocations, allocations, reservations, reservations)
+        self.assertIn('exceeds the maximum of 1 day', str(error))
+
+    def test_update_denial_is_exactly_a_type_update_lease_calls_non_fatal(
+            self):
+        # blazar.status restores the lease's status only when
+        # type(error) is one of update_lease's non_fatal_exceptions: a
+        # subclass puts the lease into ERROR.
+        enforcement = self.enforcement('MaximumReservationLengthFilter',
+                                       reservation_max_length=DAY)
+        current, reservations, allocations = blazar_lease(hours=12)
+        new, _, _ = blazar_lease(hours=36)
+        error = self.assertRaises(
+            Exception, enforcement.check_update, self.context, current,
+            new, allocations, allocations, reservations, reservations)
+        self.assertIs(blazar_enforcement_exc.ExternalServiceFilterException,
+                      type(error))
+        self.assertEqual('Lease length of 1 day, 12:00:00 (129600 seconds) '
+                         'exceeds the maximum of 1 day (86400 seconds).',
+                         str(error))
 
     def test_on_end_with_blazars_stored_lease_is_accepted(self):
         enforcement = self.enforcement('MaximumReservationLengthFilter',
@@ -221,6 +244,87 @@ class TestBlazarUsageEnforcementDrivesOurFilters(BlazarTestCase):
                                   enforcement.check_create, self.context,
                                   *blazar_lease(hours=30))
         self.assertIn('exceeds the maximum of 1 day', str(error))
+
+
+class _EndDenyingFilter(base.BaseFilter):
+    """Denies every end (none of ours does)."""
+
+    def check_create(self, context, lease):
+        pass
+
+    def check_update(self, context, current_lease, lease):
+        pass
+
+    def on_end(self, context, lease):
+        raise self.deny('The end is denied.')
+
+
+class TestOnEndInsideBlazar(BlazarTestCase):
+
+    def test_a_denied_end_is_logged_not_raised(self):
+        logger = self.useFixture(fixtures.FakeLogger())
+        end_denying = blazar_compat.for_blazar(_EndDenyingFilter)(cfg.CONF)
+
+        self.assertIsNone(end_denying.on_end(CONTEXT, formatted(hours=2)))
+        self.assertIn('_EndDenyingFilter denied the end of a lease, which '
+                      'Blazar ends anyway: The end is denied.',
+                      logger.output)
+
+
+class TestInstall(testtools.TestCase):
+    """install() puts our filters into Blazar's filter namespace."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(config_fixture.Config(cfg.CONF))
+        # Blazar's module as it was, after each test.
+        self.useFixture(fixtures.MonkeyPatch(
+            'blazar.enforcement.filters.all_filters',
+            list(blazar_filters.all_filters)))
+        before = set(vars(blazar_filters))
+        self.addCleanup(lambda: [delattr(blazar_filters, name) for name in
+                                 set(vars(blazar_filters)) - before])
+
+    def test_our_filters_load_by_name_in_blazars_enforcement(self):
+        pq_enforcement.install()
+        cfg.CONF.set_override('enabled_filters',
+                              ['MaximumReservationLengthFilter'],
+                              'enforcement')
+
+        enforcement = blazar_enforcement.UsageEnforcement()
+
+        self.assertEqual([blazar_compat.MaximumReservationLengthFilter],
+                         [type(f) for f in enforcement.enabled_filters])
+
+    def test_blazars_own_filters_keep_their_names(self):
+        installed = pq_enforcement.install()
+
+        self.assertIs(external_service_filter.ExternalServiceFilter,
+                      blazar_filters.ExternalServiceFilter)
+        self.assertIs(max_lease_duration_filter.MaxLeaseDurationFilter,
+                      blazar_filters.MaxLeaseDurationFilter)
+        self.assertNotIn('ExternalServiceFilter', installed)
+        self.assertNotIn('MaxLeaseDurationFilter', installed)
+
+    def test_every_other_filter_of_ours_is_installed(self):
+        installed = pq_enforcement.install()
+
+        self.assertEqual(
+            [cls.__name__ for cls in blazar_compat.all_filters
+             if cls.__name__ not in ('ExternalServiceFilter',
+                                     'MaxLeaseDurationFilter')],
+            installed)
+        for name in installed:
+            self.assertIs(getattr(blazar_compat, name),
+                          getattr(blazar_filters, name))
+
+    def test_installing_twice_lists_each_name_once(self):
+        pq_enforcement.install()
+        pq_enforcement.install()
+
+        names = blazar_filters.all_filters
+        self.assertEqual(len(names), len(set(names)))
+        self.assertIn('CreditFilter', names)
 
 
 class TestBlazarAndOurFiltersInOneProcess(testtools.TestCase):
