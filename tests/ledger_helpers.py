@@ -38,11 +38,14 @@ class LedgerHelpers:
     def states(self, project=None):
         return [row.state for row in self.entries(project)]
 
-    def give_credits(self, amount, project=None, start=None, end=None):
-        """A credit allocation of ``amount`` credits; its ID."""
+    def give_credits(self, amount, project=None, start=None, end=None,
+                     resource_class=None):
+        """A credit allocation of ``amount`` credits (a pool of ``amount``
+        hours of ``resource_class``); its ID."""
         with self.ledger.transaction() as txn:
             return txn.add_allocation(project or self.project,
-                                      store.to_micro(amount), start, end)
+                                      store.to_micro(amount), start, end,
+                                      resource_class=resource_class)
 
     def spent(self, allocation_id):
         with self.ledger.transaction() as txn:

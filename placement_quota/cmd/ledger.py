@@ -23,6 +23,7 @@ from oslo_log import log as logging
 
 from placement_quota.cmd import common
 from placement_quota.cmd import main
+from placement_quota.filters import credit
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
 from placement_quota.ledger import shares
@@ -141,7 +142,8 @@ class CreditsShare(common.Guarded, show.ShowOne):
 
 
 class CreditsAdd(common.Guarded, show.ShowOne):
-    """Give a project an allocation of credits (CreditFilter)."""
+    """Give a project an allocation of credits (CreditFilter), or a pool
+    of one resource class's hours (``--resource-class``)."""
 
     #: The openstack shell needs no Keystone for it (see
     #: placement_quota.osc.plugin: Placement uses its session on demand).
@@ -151,7 +153,15 @@ class CreditsAdd(common.Guarded, show.ShowOne):
         parser = super().get_parser(prog_name)
         parser.add_argument('project', help='Project ID.')
         parser.add_argument('--amount', required=True, type=float,
-                            help='Credits of the allocation (> 0).')
+                            help='Credits of the allocation (> 0); with '
+                                 '--resource-class, hours of that class.')
+        parser.add_argument(
+            '--resource-class', metavar='CLASS',
+            help='Make the allocation a credit pool of this Placement '
+                 'resource class (VCPU, CUSTOM_GPU_A100...): it pays, in '
+                 'hours of one unit, for the class when [enforcement] '
+                 'credit_pool_classes lists it. Default: the general '
+                 'allocation of credits.')
         parser.add_argument(
             '--start', metavar='DATE',
             help='First moment of the allocation: %s. Default: open.'
@@ -169,6 +179,12 @@ class CreditsAdd(common.Guarded, show.ShowOne):
                       % parsed_args.amount)
         if not parsed_args.project.strip():
             main.fail('project must not be empty')
+        resource_class = parsed_args.resource_class
+        if resource_class is not None and not credit.is_resource_class(
+                resource_class):
+            main.fail('--resource-class %r is not a resource class name: a '
+                      'standard class such as VCPU, or CUSTOM_ followed by '
+                      'A-Z, 0-9 and _' % resource_class)
         start = common.parse_date(parsed_args.start, '--start')
         end = common.parse_date(parsed_args.end, '--end')
         if start and end and end <= start:
@@ -178,11 +194,13 @@ class CreditsAdd(common.Guarded, show.ShowOne):
         with ledger.transaction([parsed_args.project]) as txn:
             allocation_id = txn.add_allocation(
                 parsed_args.project, store.to_micro(parsed_args.amount),
-                start, end)
+                start, end, resource_class=resource_class)
         ledger.dispose()
-        return (('id', 'project', 'amount', 'start', 'end'),
+        return (('id', 'project', 'amount', 'start', 'end',
+                 'resource_class'),
                 (allocation_id, parsed_args.project,
-                 round(parsed_args.amount, 6), _iso(start), _iso(end)))
+                 round(parsed_args.amount, 6), _iso(start), _iso(end),
+                 resource_class))
 
 
 def _iso(value):
@@ -190,7 +208,8 @@ def _iso(value):
 
 
 class CreditsList(common.Guarded, lister.Lister):
-    """A project's credit allocations and what is left of each."""
+    """A project's credit allocations and pools, and what is left of
+    each (a pool's in hours of its resource class)."""
 
     #: The openstack shell needs no Keystone for it (see
     #: placement_quota.osc.plugin: Placement uses its session on demand).
@@ -210,7 +229,8 @@ class CreditsList(common.Guarded, lister.Lister):
                 rows.append((allocation.id, store.from_micro(
                     allocation.amount), store.from_micro(spent),
                     store.from_micro(allocation.amount - spent),
-                    _iso(allocation.start_date), _iso(allocation.end_date)))
+                    _iso(allocation.start_date), _iso(allocation.end_date),
+                    allocation.resource_class))
         ledger.dispose()
         if not rows:
             # As reconcile says "No drift": an empty answer said in words,
@@ -219,8 +239,8 @@ class CreditsList(common.Guarded, lister.Lister):
                 'Project %s has no credit allocation; "placement-quota '
                 'credits add %s --amount N" gives it one.\n'
                 % (parsed_args.project, parsed_args.project))
-        return (('ID', 'Amount', 'Spent', 'Remaining', 'Start', 'End'),
-                rows)
+        return (('ID', 'Amount', 'Spent', 'Remaining', 'Start', 'End',
+                 'Resource class'), rows)
 
 
 #: The shortest window ``usage show`` looks at by default, from now.

@@ -194,6 +194,13 @@ def credit_summary(document):
         'balance': credits(document.get('balance')),
         'has_allocation': bool(allocation),
         'user': None,
+        # Credit pools per resource class, in hours of their class.
+        'pools': [{'resource_class': pool.get('resource_class'),
+                   'amount': credits((pool.get('allocation') or {}).get(
+                       'amount')),
+                   'spent': credits(pool.get('spent')),
+                   'balance': credits(pool.get('balance'))}
+                  for pool in document.get('pools') or []],
     }
     if user:
         summary['user'] = {

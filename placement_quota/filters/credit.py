@@ -34,19 +34,56 @@ A project's credits are its allocation in force at the lease's start
 allocation expires. The whole cost is charged when the lease is created;
 an update charges or refunds the difference; on-end refunds the part after
 the actual end (everything, for a lease that never started), once.
+
+Credit pools per resource class (``credit_pool_classes``, as StackHPC's
+coral-credits keeps them): a project's allocation may instead be a pool of
+one resource class C, holding C-hours (``placement-quota credits add
+--resource-class C``). For each pooled class the lease reserves (its
+instances' ``class:C`` amount plus its hosts' ``host:C`` inventories, which
+the ledger counts with ``[ledger] count_host_resources``), the lease is
+charged that amount times its hours to the project's pool of C in force at
+its start, and that class's ``credit_class_rates`` rate is not charged in
+credits; the rest of its cost goes to the general allocation as before.
+Each pool is charged, charged the difference on update, and refunded on
+end on its own (``leases.pool_charges``, ledger/entry_states.py), exactly
+once. Users' shares bound the general credits only.
 """
+
+import re
 
 import math
 from typing import Mapping
 
 from oslo_config import cfg
+import os_resource_classes as orc
 
 from placement_quota.filters import ledger_base
 from placement_quota.filters import measures
 from placement_quota.lease import amounts as accounting
+from placement_quota.ledger import entry_states
 from placement_quota.ledger import shares
 from placement_quota.ledger import store
 from placement_quota.lease import model as lease_model
+
+#: Placement's custom resource class names (the standard ones are
+#: os_resource_classes.STANDARDS).
+CUSTOM_CLASS = re.compile(r'^CUSTOM_[A-Z0-9_]{1,248}$')
+
+
+def is_resource_class(name):
+    """Whether ``name`` is a resource class name Placement accepts: a
+    standard one, or ``CUSTOM_`` and upper-case letters, digits and
+    ``_``."""
+    return isinstance(name, str) and (
+        name in orc.STANDARDS or bool(CUSTOM_CLASS.match(name)))
+
+
+def pool_units(amounts, resource_class):
+    """Units of ``resource_class`` a lease's ledger amounts reserve: its
+    instances' (``class:C``) and its hosts' (``host:C``, counted with
+    ``[ledger] count_host_resources``)."""
+    return (amounts.get(accounting.CLASS_PREFIX + resource_class, 0) +
+            amounts.get(accounting.HOST_PREFIX + resource_class, 0))
 
 
 def host_factor(allocation, key, maximum, field):
@@ -81,16 +118,18 @@ def host_factor(allocation, key, maximum, field):
     return factor
 
 
-def hourly_rate(lease, group, field='lease', flavors=None):
+def hourly_rate(lease, group, field='lease', flavors=None, pooled=()):
     """Credits per hour of ``lease`` under the ``[enforcement]`` rates
     (``flavors``: those of its ``flavor:instance`` reservations, read from
-    Nova beforehand; KeyError for one missing).
+    Nova beforehand; KeyError for one missing). The classes of ``pooled``
+    are charged to their pools, not in credits: their rates count 0.
 
     Raises :class:`~placement_quota.lease.model.PayloadError` for a host factor
     out of bounds (see :func:`host_factor`); ``field`` is the lease's path.
     """
     rate = 0.0
-    class_rates = {k: float(v) for k, v in group.credit_class_rates.items()}
+    class_rates = {k: float(v) for k, v in group.credit_class_rates.items()
+                   if k not in pooled}
     for index, reservation in enumerate(lease.reservations):
         rtype = reservation.resource_type
         if rtype == lease_model.HOST:
@@ -134,6 +173,15 @@ def _validate_class_rates(rates):
                                                                     value))
 
 
+def _validate_pool_classes(classes):
+    for rc in classes:
+        if not is_resource_class(rc):
+            raise ValueError(
+                '[enforcement] credit_pool_classes: %r is not a resource '
+                'class name (a standard class such as VCPU, or CUSTOM_ '
+                'followed by A-Z, 0-9 and _)' % rc)
+
+
 class CreditFilter(ledger_base.LedgerFilter):
     """Deny a lease whose cost exceeds the project's remaining credits."""
 
@@ -163,11 +211,31 @@ class CreditFilter(ledger_base.LedgerFilter):
                      help='Credits per hour of one reserved floating IP.'),
         cfg.FloatOpt('credit_network_rate', default=0.0, min=0,
                      help='Credits per hour of one reserved network.'),
+        cfg.ListOpt('credit_pool_classes', default=[],
+                    help='Resource classes charged to credit pools instead '
+                         'of credits, e.g. ``VCPU,CUSTOM_GPU_A100``. A '
+                         'lease reserving N units of such a class C (its '
+                         'instances\' class:C amount plus, with [ledger] '
+                         'count_host_resources, its hosts\' C inventory) '
+                         'is charged N x its hours to the project\'s pool '
+                         'of C in force at its start ("placement-quota '
+                         'credits add --resource-class C"), and denied '
+                         'when the pool lacks them or the project has '
+                         'none; C\'s credit_class_rates rate is then not '
+                         'charged in credits. Empty (the default): one '
+                         'currency, the credits.'),
     ]
 
     def __init__(self, conf, services=None):
         super().__init__(conf, services)
         _validate_class_rates(conf.enforcement.credit_class_rates)
+        _validate_pool_classes(conf.enforcement.credit_pool_classes)
+
+    @property
+    def pool_classes(self):
+        """The resource classes charged to pools (in their order)."""
+        return tuple(dict.fromkeys(
+            self.conf.enforcement.credit_pool_classes or ()))
 
     def rate_of(self, admission):
         """Micro-credits an hour of the admission's lease (its new state,
@@ -175,7 +243,34 @@ class CreditFilter(ledger_base.LedgerFilter):
         self.deny_unaccounted(admission.lease)
         return store.to_micro(hourly_rate(
             admission.lease, self.conf.enforcement,
-            flavors=admission.flavors))
+            flavors=admission.flavors, pooled=self.pool_classes))
+
+    def pool_rates_of(self, admission):
+        """``{resource class: micro-units an hour}`` of the admission's
+        lease in each pooled class it reserves."""
+        amounts = admission.amounts
+        found = {}
+        for rc in self.pool_classes:
+            units = pool_units(amounts, rc)
+            if units > 0:
+                found[rc] = store.to_micro(units)
+        return found
+
+    @staticmethod
+    def pool_of(admission, resource_class):
+        """The pool of ``resource_class`` the admission's lease is charged
+        to: the one its entry was charged to (an update), else the
+        project's pool of that class in force at the lease's start; None
+        when there is none."""
+        txn = admission.txn
+        old = entry_states.pools_of(admission.entry).get(resource_class)
+        if old is not None:
+            found = _allocation_by_id(txn, admission.project_id,
+                                      old['allocation_id'])
+            if found is not None:
+                return found
+        return txn.allocation(admission.project_id, admission.start,
+                              resource_class)
 
     @staticmethod
     def allocation_of(admission):
@@ -193,6 +288,10 @@ class CreditFilter(ledger_base.LedgerFilter):
         return txn.allocation(admission.project_id, admission.start)
 
     def check(self, admission):
+        self._check_credits(admission)
+        self._check_pools(admission)
+
+    def _check_credits(self, admission):
         rate_micro = self.rate_of(admission)
         rate = store.from_micro(rate_micro)
         txn = admission.txn
@@ -235,12 +334,102 @@ class CreditFilter(ledger_base.LedgerFilter):
                          credits(allocation.amount)))
         self._check_share(admission, delta, what)
 
+    def _check_pools(self, admission):
+        """Each pooled class the lease reserves is paid by the project's
+        pool of that class."""
+        txn = admission.txn
+        hours = store.hours(admission.start, admission.end)
+        priced = {}
+        for rc, hourly in self.pool_rates_of(admission).items():
+            cost = store.cost(hourly, admission.start, admission.end)
+            what = '%s %s-hours (%s for %.2f hours)' % (
+                credits(cost), rc, '%g' % store.from_micro(hourly), hours)
+            allocation = self.pool_of(admission, rc)
+            if allocation is None:
+                raise self.deny(
+                    'The lease uses %s, and project %s has no %s pool in '
+                    'force on %s.' % (what, admission.project_id, rc,
+                                      ledger_base.when(admission.start)))
+            if (allocation.end_date is not None and
+                    admission.end > allocation.end_date):
+                raise self.deny(
+                    'The lease ends on %s, after the %s pool of project %s '
+                    'expires on %s.'
+                    % (ledger_base.when(admission.end), rc,
+                       admission.project_id,
+                       ledger_base.when(allocation.end_date)))
+            priced[rc] = (hourly, allocation.id)
+            delta = cost - admission.pool_charged(rc, allocation.id)
+            remaining = allocation.amount - txn.spent(allocation.id)
+            if delta > remaining:
+                if admission.entry is not None:
+                    asked = ('The update uses %s %s-hours more (the lease '
+                             'now uses %s)' % (credits(delta), rc, what))
+                else:
+                    asked = 'The lease uses %s' % what
+                raise self.deny(
+                    '%s; project %s has %s left of its %s pool of %s.'
+                    % (asked, admission.project_id, credits(remaining), rc,
+                       credits(allocation.amount)))
+        admission.price_pools(priced)
+
+    def pools_price_of(self, admission):
+        """``[{'resource_class', 'units', 'hours', 'cost', 'charge',
+        'balance', 'balance_after', 'allocation_id'}]`` of the
+        admission's lease in each pool it would be charged to (the
+        balances None without a pool)."""
+        found = []
+        hours = store.hours(admission.start, admission.end)
+        for rc, hourly in self.pool_rates_of(admission).items():
+            cost = store.cost(hourly, admission.start, admission.end)
+            allocation = self.pool_of(admission, rc)
+            charge = cost - (0 if allocation is None else
+                             admission.pool_charged(rc, allocation.id))
+            pool = {'resource_class': rc,
+                    'units': store.from_micro(hourly),
+                    'hours': round(hours, 4),
+                    'cost': store.from_micro(cost),
+                    'charge': store.from_micro(charge),
+                    'balance': None, 'balance_after': None,
+                    'allocation_id': None}
+            if allocation is not None:
+                balance = (allocation.amount -
+                           admission.txn.spent(allocation.id))
+                pool.update(balance=store.from_micro(balance),
+                            balance_after=store.from_micro(balance - charge),
+                            allocation_id=allocation.id)
+            found.append(pool)
+        return found
+
+    def pools_balance_of(self, probe):
+        """``[{'resource_class', 'allocation', 'spent', 'balance'}]`` of
+        the project's pools of the pooled classes in force at
+        ``probe.start`` (resource-hours)."""
+        txn = probe.txn
+        found = []
+        for rc in self.pool_classes:
+            allocation = txn.allocation(probe.project_id, probe.start, rc)
+            if allocation is None:
+                continue
+            spent = txn.spent(allocation.id)
+            found.append({
+                'resource_class': rc,
+                'allocation': {
+                    'id': allocation.id,
+                    'amount': store.from_micro(allocation.amount),
+                    'start_date': measures.iso(allocation.start_date),
+                    'end_date': measures.iso(allocation.end_date)},
+                'spent': store.from_micro(spent),
+                'balance': store.from_micro(allocation.amount - spent)})
+        return found
+
     def price_of(self, admission):
         """What the admission's lease costs, for a quote: ``{'cost',
         'hourly_rate', 'hours', 'charge', 'balance', 'balance_after',
-        'allocation_id'}`` (credits; ``charge`` is what this request
-        charges: the cost, less what an update's lease was charged
-        already; the balances are None without an allocation)."""
+        'allocation_id', 'pools'}`` (credits; ``charge`` is what this
+        request charges: the cost, less what an update's lease was charged
+        already; the balances are None without an allocation; ``pools``,
+        only when ``credit_pool_classes`` is set: :meth:`pools_price_of`)."""
         rate_micro = self.rate_of(admission)
         cost = store.cost(rate_micro, admission.start, admission.end)
         charge = cost - admission.previously_charged
@@ -252,6 +441,8 @@ class CreditFilter(ledger_base.LedgerFilter):
                  'charge': store.from_micro(charge),
                  'balance': None, 'balance_after': None,
                  'allocation_id': None}
+        if self.pool_classes:
+            found['pools'] = self.pools_price_of(admission)
         if allocation is not None:
             balance = allocation.amount - admission.txn.spent(allocation.id)
             found.update(balance=store.from_micro(balance),
@@ -261,22 +452,31 @@ class CreditFilter(ledger_base.LedgerFilter):
 
     def balance_of(self, probe):
         """The project's credits at ``probe.start`` (now), for the
-        project view: ``{'allocation', 'spent', 'balance', 'user'}``
-        (credits), or None when no allocation is in force then."""
+        project view: ``{'allocation', 'spent', 'balance', 'user',
+        'pools'}`` (credits; ``pools``, only when ``credit_pool_classes``
+        is set: :meth:`pools_balance_of`), or None
+        when neither an allocation nor a pool is in force then (without
+        an allocation but with pools, ``allocation``, ``spent`` and
+        ``balance`` are None)."""
         txn = probe.txn
         allocation = txn.allocation(probe.project_id, probe.start)
-        if allocation is None:
+        pools = self.pools_balance_of(probe)
+        if allocation is None and not pools:
             return None
-        spent = txn.spent(allocation.id)
-        found = {
-            'allocation': {
-                'id': allocation.id,
-                'amount': store.from_micro(allocation.amount),
-                'start_date': measures.iso(allocation.start_date),
-                'end_date': measures.iso(allocation.end_date)},
-            'spent': store.from_micro(spent),
-            'balance': store.from_micro(allocation.amount - spent),
-            'user': None}
+        found = {'allocation': None, 'spent': None, 'balance': None,
+                 'user': None}
+        if self.pool_classes:
+            found['pools'] = pools
+        if allocation is not None:
+            spent = txn.spent(allocation.id)
+            found.update(
+                allocation={
+                    'id': allocation.id,
+                    'amount': store.from_micro(allocation.amount),
+                    'start_date': measures.iso(allocation.start_date),
+                    'end_date': measures.iso(allocation.end_date)},
+                spent=store.from_micro(spent),
+                balance=store.from_micro(allocation.amount - spent))
         owner = probe.owner
         if owner:
             connection = txn.connection

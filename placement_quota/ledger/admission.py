@@ -99,6 +99,9 @@ class Admission:
         self.priced = False
         self.hourly_rate = 0
         self.allocation_id = None
+        #: {resource class: (micro-units an hour, pool allocation ID)} of
+        #: the parts charged to credit pools.
+        self.pools = {}
         old = current_lease if kind == CHECK_UPDATE else lease
         self.entry = None
         if kind != CHECK_CREATE:
@@ -209,6 +212,27 @@ class Admission:
         self.hourly_rate = hourly_rate
         self.allocation_id = allocation_id
 
+    def price_pools(self, pools):
+        """Record the parts of this request charged to credit pools:
+        ``{resource class: (micro-units an hour, pool allocation ID)}``."""
+        self.pools = dict(pools)
+
+    def pool_charged(self, resource_class, allocation_id):
+        """Micro-units the entry was charged already to the pool
+        ``allocation_id`` of ``resource_class`` (0 for a create, or a pool
+        it was not charged to)."""
+        old = transitions.pools_of(self.entry).get(resource_class)
+        if old is None or old['allocation_id'] != allocation_id:
+            return 0
+        return old['charged']
+
+    def pool_charges(self):
+        """The ``pool_charges`` of the lease's whole window at the
+        recorded pool prices."""
+        return {rc: {'allocation_id': allocation_id, 'hourly': hourly,
+                     'charged': store.cost(hourly, self.start, self.end)}
+                for rc, (hourly, allocation_id) in sorted(self.pools.items())}
+
     @property
     def previously_charged(self):
         return 0 if self.entry is None else self.entry.charged
@@ -252,7 +276,8 @@ class Admission:
             amounts=self.amounts, lease=self.lease.to_dict())
         if self.priced:
             values.update(hourly_rate=self.hourly_rate,
-                          allocation_id=self.allocation_id)
+                          allocation_id=self.allocation_id,
+                          pool_charges=self.pool_charges() or None)
         return values
 
     def _insert(self):
@@ -266,6 +291,9 @@ class Admission:
         row = self.txn.insert(**values)
         self.txn.charge(self.project_id, row, self.allocation_id, charge,
                         models.CHARGE_CREATE)
+        transitions.charge_pools(self.txn, self.project_id, row, {},
+                                 values.get('pool_charges') or {},
+                                 models.CHARGE_CREATE)
 
     def _replace(self):
         values = self._entry_values()
@@ -282,6 +310,10 @@ class Admission:
             values['charged'] = self.entry.charged + delta
             self.txn.charge(self.project_id, self.entry.id,
                             self.allocation_id, delta, models.CHARGE_UPDATE)
+            transitions.charge_pools(
+                self.txn, self.project_id, self.entry.id,
+                transitions.pools_of(self.entry),
+                values['pool_charges'] or {}, models.CHARGE_UPDATE)
         self.txn.update(self.entry.id, **values)
 
     def _close(self):

@@ -24,7 +24,10 @@ idempotent: closing a closed entry refunds nothing, binding a bound entry
 changes nothing. That is what makes every refund happen exactly once,
 whichever of the paths that close an entry (the on-end call, Blazar's
 ``lease.delete`` or ``lease.event.end_lease`` notification, reconcile's
-fix) comes first.
+fix) comes first. The parts of an entry charged to credit pools
+(``pool_charges``, see filters/credit.py) move with its general charge,
+in the same update: each pool is refunded or charged its own difference,
+as exactly once.
 
 States::
 
@@ -41,6 +44,56 @@ from placement_quota.ledger import models
 from placement_quota.ledger import store
 
 LOG = logging.getLogger(__name__)
+
+
+def pools_of(entry):
+    """``{resource class: {'allocation_id', 'hourly', 'charged'}}``: what
+    ``entry`` was charged to credit pools (micro-units; see
+    filters/credit.py); {} for none (or no entry)."""
+    if entry is None:
+        return {}
+    # The whole row (a partial one would lose the pools: an error).
+    return dict(entry.pool_charges or {})
+
+
+def repriced(entry, charged_of):
+    """The entry's pool charges with each pool's ``charged`` made
+    ``charged_of(pool)``."""
+    return {rc: dict(pool, charged=charged_of(pool))
+            for rc, pool in pools_of(entry).items()}
+
+
+def charge_pools(txn, project_id, row, old, new, kind):
+    """Charge the pools the difference from ``old`` to ``new`` pool
+    charges of ledger row ``row`` (:func:`pools_of`'s form): a pool kept
+    is charged its difference; a pool left is refunded what it was
+    charged, a new one charged in full. Returns the micro-units charged
+    (negative: refunded), summed over the pools."""
+    total = 0
+    for rc in sorted(set(old) | set(new)):
+        before, after = old.get(rc), new.get(rc)
+        if before is not None and after is not None and (
+                before['allocation_id'] == after['allocation_id']):
+            moves = [(after['allocation_id'],
+                      after['charged'] - before['charged'])]
+        else:
+            moves = []
+            if before is not None:
+                moves.append((before['allocation_id'], -before['charged']))
+            if after is not None:
+                moves.append((after['allocation_id'], after['charged']))
+        for allocation_id, amount in moves:
+            txn.charge(project_id, row, allocation_id, amount, kind)
+            total += amount
+    return total
+
+
+def _pool_values(entry, new):
+    """The ``pool_charges`` value to write for ``new`` ({} when the entry
+    had none and has none)."""
+    if not new and not pools_of(entry):
+        return {}
+    return {'pool_charges': new or None}
 
 
 def describe(entry):
@@ -90,13 +143,23 @@ def close(txn, entry, at, lease_id=None):
     else:
         charged = min(entry.charged, used)
         kind = models.REFUND_END
+    abandoned = entry.state == models.ABANDONED
+
+    def pool_used(pool):
+        used = store.cost(pool['hourly'], entry.start_date, actual_end)
+        return used if abandoned else min(pool['charged'], used)
+
+    pools = repriced(entry, pool_used)
     if lease_id and entry.lease_id is None:
         bind(txn, entry, lease_id)
     txn.update(entry.id, state=models.TERMINATED, effective_end=actual_end,
-               ended_at=txn.now, charged=charged)
+               ended_at=txn.now, charged=charged,
+               **_pool_values(entry, pools))
     txn.bump_generation(entry.project_id)
     txn.charge(entry.project_id, entry.id, entry.allocation_id,
                charged - entry.charged, kind)
+    charge_pools(txn, entry.project_id, entry.id, pools_of(entry), pools,
+                 kind)
     refund = entry.charged - charged
     LOG.info('%s closed at %s; %d micro-credits refunded.', describe(entry),
              actual_end, max(0, refund))
@@ -127,13 +190,20 @@ def set_window(txn, entry, start_date, end_date):
         raise ValueError('end_date %s is not after start_date %s'
                          % (end_date, start_date))
     delta = 0
-    if entry.state != models.ABANDONED and entry.hourly_rate:
-        delta = store.cost(entry.hourly_rate, start_date, end_date) - \
-            entry.charged
+    pools = pools_of(entry)
+    if entry.state != models.ABANDONED:
+        if entry.hourly_rate:
+            delta = store.cost(entry.hourly_rate, start_date, end_date) - \
+                entry.charged
+        pools = repriced(entry, lambda pool: store.cost(
+            pool['hourly'], start_date, end_date))
     txn.update(entry.id, start_date=start_date, end_date=end_date,
-               effective_end=end_date, charged=entry.charged + delta)
+               effective_end=end_date, charged=entry.charged + delta,
+               **_pool_values(entry, pools))
     txn.charge(entry.project_id, entry.id, entry.allocation_id, delta,
                models.CHARGE_UPDATE)
+    charge_pools(txn, entry.project_id, entry.id, pools_of(entry), pools,
+                 models.CHARGE_UPDATE)
     LOG.info('%s moved to %s - %s; %d micro-credits charged.',
              describe(entry), start_date, end_date, delta)
     return delta
@@ -145,9 +215,13 @@ def abandon(txn, entry):
     abandoned: only a pending entry bound to no lease is."""
     if entry.state != models.PENDING or entry.lease_id is not None:
         return False
-    txn.update(entry.id, state=models.ABANDONED, charged=0)
+    pools = repriced(entry, lambda pool: 0)
+    txn.update(entry.id, state=models.ABANDONED, charged=0,
+               **_pool_values(entry, pools))
     txn.charge(entry.project_id, entry.id, entry.allocation_id,
                -entry.charged, models.REFUND_ABANDON)
+    charge_pools(txn, entry.project_id, entry.id, pools_of(entry), pools,
+                 models.REFUND_ABANDON)
     LOG.warning('%s abandoned: Blazar sent no lease.create for it; %d '
                 'micro-credits released.', describe(entry), entry.charged)
     return True
@@ -160,9 +234,14 @@ def reopen(txn, entry):
     if entry.state != models.ABANDONED:
         return 0
     charge = store.cost(entry.hourly_rate, entry.start_date, entry.end_date)
-    txn.update(entry.id, state=models.PENDING, charged=charge)
+    pools = repriced(entry, lambda pool: store.cost(
+        pool['hourly'], entry.start_date, entry.end_date))
+    txn.update(entry.id, state=models.PENDING, charged=charge,
+               **_pool_values(entry, pools))
     txn.charge(entry.project_id, entry.id, entry.allocation_id, charge,
                models.CHARGE_REOPEN)
+    charge_pools(txn, entry.project_id, entry.id, pools_of(entry), pools,
+                 models.CHARGE_REOPEN)
     LOG.info('%s reopened: Blazar did create its lease; %d micro-credits '
              'charged again.', describe(entry), charge)
     return charge

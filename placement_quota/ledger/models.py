@@ -120,6 +120,12 @@ leases = sa.Table(
     sa.Column('hourly_rate', sa.BigInteger, nullable=False, default=0),
     sa.Column('charged', sa.BigInteger, nullable=False, default=0),
     sa.Column('allocation_id', sa.Integer, nullable=True),
+    # The parts of the lease charged to credit pools (CreditFilter's
+    # ``credit_pool_classes``): {resource class: {'allocation_id': pool,
+    # 'hourly': micro-units an hour, 'charged': micro-units}}; NULL or {}
+    # when none. ``hourly_rate``, ``charged`` and ``allocation_id`` above
+    # are the general part's.
+    sa.Column('pool_charges', sa.JSON, nullable=True),
     sa.Column('message', sa.Text, nullable=True),
     # The filter that denied a denied entry (reports count denials by it).
     sa.Column('denied_by', sa.String(255), nullable=True),
@@ -153,6 +159,9 @@ credit_allocations = sa.Table(
     sa.Column('start_date', sa.DateTime, nullable=True),
     sa.Column('end_date', sa.DateTime, nullable=True),
     sa.Column('created_at', sa.DateTime, nullable=False),
+    # NULL: the general allocation (credits); a Placement resource class:
+    # a pool of that class, its amount in micro resource-hours.
+    sa.Column('resource_class', sa.String(255), nullable=True),
 )
 
 limit_history = sa.Table(

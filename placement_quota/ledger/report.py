@@ -69,7 +69,7 @@ BY = BY_KEY + BY_TIME + ('total',)
 #: The columns of a row, in order.
 COLUMNS = (('group',) + tuple(HOURS) +
            ('credits_charged', 'credits_refunded', 'credits_net',
-            'leases_created', 'leases_denied', 'denied_by',
+            'pools_net', 'leases_created', 'leases_denied', 'denied_by',
             'leases_ended_early') +
            tuple(column for name in PEAKS
                  for column in ('peak_' + name, 'peak_%s_at' % name)) +
@@ -183,7 +183,7 @@ def report(connection, dialect, start, end, by='project', projects=None,
                 'total' if by == 'total' else key)
             found = rows.setdefault(group, _empty())
             for column, value in values.items():
-                if column == 'denied_by':
+                if column in ('denied_by', 'pools_net'):
                     for name, count in value.items():
                         found[column][name] = \
                             found[column].get(name, 0) + count
@@ -208,6 +208,7 @@ def report(connection, dialect, start, end, by='project', projects=None,
 def _empty():
     values = dict.fromkeys(COLUMNS[1:], 0)
     values['denied_by'] = {}
+    values['pools_net'] = {}
     for name in PEAKS:
         values['peak_%s_at' % name] = None
     for name in LIMITS:
@@ -265,6 +266,11 @@ def _rounded(values):
             # before the ledger kept the filter: 'unknown').
             out[column] = '; '.join('%s: %d' % item
                                     for item in sorted(value.items()))
+        elif column == 'pools_net':
+            # 'CUSTOM_GPU: 4.0; VCPU: 80.0' (resource-hours).
+            out[column] = '; '.join(
+                '%s: %s' % (rc, round(net / 1000000.0, 6))
+                for rc, net in sorted(value.items()))
         elif column.startswith('peak_') and column.endswith('_at'):
             out[column] = value.isoformat() if value is not None else None
         elif column.startswith('limit_') or column.endswith('_share'):
@@ -425,22 +431,37 @@ def _add_counts(connection, t, by, start, end, projects, user_id, found):
 
 def _add_credits(connection, dialect, by, start, end, projects, user_id,
                  found):
-    c, t = models.charges, models.leases
+    """The credits charged and refunded (the general allocations'
+    charges), and the net resource-hours charged to each credit pool
+    (``pools_net``: {class: micro-units})."""
+    c, t, a = models.charges, models.leases, models.credit_allocations
     joined = by in ('user', 'resource-type')
     key = _group_column(t, by) if joined else (
         c.c.project_id if by == 'project' else sa.literal('total'))
     charged = sa.case((c.c.amount > 0, c.c.amount), else_=0)
     refunded = sa.case((c.c.amount < 0, -c.c.amount), else_=0)
-    query = sa.select(key.label('key'),
-                      sa.func.sum(charged).label('charged'),
-                      sa.func.sum(refunded).label('refunded')).where(
-        c.c.at >= start, c.c.at < end)
+    source = c.outerjoin(a, c.c.allocation_id == a.c.id)
     if joined or user_id is not None:
-        query = query.select_from(c.join(t, c.c.lease_row == t.c.id))
+        source = source.join(t, c.c.lease_row == t.c.id)
+
+    def charges(*columns):
+        query = sa.select(key.label('key'), *columns).select_from(
+            source).where(c.c.at >= start, c.c.at < end)
         if user_id is not None:
             query = query.where(t.c.user_id == user_id)
-    if projects is not None:
-        query = query.where(c.c.project_id.in_(sorted(projects)))
+        if projects is not None:
+            query = query.where(c.c.project_id.in_(sorted(projects)))
+        return query
+
+    pools = charges(a.c.resource_class.label('rc'),
+                    sa.func.sum(c.c.amount).label('net')).where(
+        a.c.resource_class.isnot(None)).group_by(a.c.resource_class)
+    for row in connection.execute(_grouped(pools, key, by)):
+        values = found.setdefault(row.key, dict.fromkeys(HOURS, 0.0))
+        values.setdefault('pools_net', {})[row.rc] = int(row.net or 0)
+    query = charges(sa.func.sum(charged).label('charged'),
+                    sa.func.sum(refunded).label('refunded')).where(
+        a.c.resource_class.is_(None))
     for row in connection.execute(_grouped(query, key, by)):
         values = found.setdefault(row.key, dict.fromkeys(HOURS, 0.0))
         values['credits_charged'] = float(row.charged or 0)

@@ -536,14 +536,17 @@ class Transaction:
         return {row[0]: (int(row[1] or 0), int(row[2] or 0))
                 for row in rows}
 
-    def allocation(self, project_id, at):
+    def allocation(self, project_id, at, resource_class=None):
         """The credit allocation of a project in force at ``at``: the one
         whose period holds it (open-ended sides hold everything), newest
-        first; None when there is none."""
+        first; None when there is none. ``resource_class``: its pool of
+        that class instead of its general allocation."""
         t = models.credit_allocations
         return self.connection.execute(
             sa.select(t).where(
                 t.c.project_id == project_id,
+                (t.c.resource_class.is_(None) if resource_class is None
+                 else t.c.resource_class == resource_class),
                 sa.or_(t.c.start_date.is_(None), t.c.start_date <= at),
                 sa.or_(t.c.end_date.is_(None), t.c.end_date > at))
             .order_by(t.c.id.desc())).first()
@@ -564,14 +567,20 @@ class Transaction:
             at=self.now))
 
     def add_allocation(self, project_id, amount, start_date=None,
-                       end_date=None):
+                       end_date=None, resource_class=None):
+        """Give a project an allocation of ``amount`` micro-credits, or,
+        with ``resource_class``, a pool of ``amount`` micro
+        resource-hours of that class; its ID."""
         result = self.connection.execute(
             models.credit_allocations.insert().values(
                 project_id=project_id, amount=amount, start_date=start_date,
-                end_date=end_date, created_at=self.now))
+                end_date=end_date, created_at=self.now,
+                resource_class=resource_class))
         allocation_id = result.inserted_primary_key[0]
         audit.record('credits-add', 'project=%s' % project_id, None,
-                     '%s credits' % from_micro(amount),
+                     '%s %s' % (from_micro(amount),
+                                'credits' if resource_class is None
+                                else '%s-hours' % resource_class),
                      allocation=allocation_id, start=start_date,
                      end=end_date)
         return allocation_id

@@ -200,9 +200,18 @@ class QuotaShow(_Guarded, lister.Lister):
         if not credits:
             return []
         allocation = credits.get('allocation') or {}
-        rows = [('CreditFilter', 'credits', 'project',
-                 _amount(allocation.get('amount')),
-                 _amount(credits.get('spent')), '', '', 'credits')]
+        rows = []
+        if allocation:
+            rows.append(('CreditFilter', 'credits', 'project',
+                         _amount(allocation.get('amount')),
+                         _amount(credits.get('spent')), '', '', 'credits'))
+        for pool in credits.get('pools') or []:
+            rc = pool.get('resource_class')
+            rows.append(('CreditFilter', '%s pool' % rc, 'project',
+                         _amount((pool.get('allocation') or {}).get(
+                             'amount')),
+                         _amount(pool.get('spent')), '', '',
+                         '%s-hours' % rc))
         user = credits.get('user')
         if user and user.get('share') is not None:
             rows.append(('CreditFilter', 'credits',
@@ -267,7 +276,17 @@ class Quote(_Guarded, blazar_leases.CreateLeaseBase):
         credits = found.pop('credits', None)
         if credits:
             for key, value in credits.items():
-                found['credits_' + key] = _amount(value)
+                if key != 'pools':
+                    found['credits_' + key] = _amount(value)
+            for pool in credits.get('pools') or []:
+                # credits_pool_VCPU: "80 VCPU-hours, 20 left after"
+                after = pool.get('balance_after')
+                found['credits_pool_%s' % pool.get('resource_class')] = (
+                    '%s %s-hours, %s' % (
+                        _amount(pool.get('charge')),
+                        pool.get('resource_class'),
+                        'no pool' if after is None
+                        else '%s left after' % _amount(after)))
         return {k: _text(v) for k, v in found.items()}
 
 

@@ -116,8 +116,24 @@ class TestCredits(LedgerCLITestCase):
         self.assertEqual(0, result.returncode, result.stderr)
         self.assertEqual([{'ID': 1, 'Amount': 250.0, 'Spent': 0.0,
                            'Remaining': 250.0, 'Start': None,
-                           'End': '2027-01-01T00:00:00'}],
+                           'End': '2027-01-01T00:00:00',
+                           'Resource class': None}],
                          json.loads(result.stdout))
+
+    def test_a_pool_is_listed_with_its_resource_class(self):
+        self.run_cli('credits', 'add', 'p1', '--amount', '100',
+                     '--resource-class', 'CUSTOM_GPU_A100')
+        result = self.run_cli('credits', 'list', 'p1', '-f', 'json')
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual([{'ID': 1, 'Amount': 100.0, 'Spent': 0.0,
+                           'Remaining': 100.0, 'Start': None, 'End': None,
+                           'Resource class': 'CUSTOM_GPU_A100'}],
+                         json.loads(result.stdout))
+
+    def test_a_bad_resource_class_is_refused_naming_the_option(self):
+        self.assertBadInput(self.run_cli(
+            'credits', 'add', 'p1', '--amount', '5', '--resource-class',
+            'gpu'), '--resource-class', 'gpu')
 
     def test_negative_amount_is_refused_naming_the_option(self):
         self.assertBadInput(self.run_cli('credits', 'add', 'p1', '--amount',

@@ -201,14 +201,17 @@ class TwoServiceProcesses(ServiceProcesses):
 
     requests_sent = 40
 
-    def hammer(self, services, project, user=None):
+    def hammer(self, services, project, user=None, reservation=None):
+        """Send :attr:`requests_sent` check-creates of one-day leases,
+        each of ``reservation(i)`` (default: host ``h-i``)."""
         def one(i):
             context = {'project_id': project}
             if user is not None:
                 context['user_id'] = user
             body = {'context': context,
                     'lease': base.lease(base.day(2), base.day(3),
-                                        base.hosts('h-%d' % i),
+                                        reservation(i) if reservation
+                                        else base.hosts('h-%d' % i),
                                         name='lease-%d' % i)}
             url = services[i % 2].url + '/v1/check-create'
             return requests.post(url, data=json.dumps(body),
@@ -285,6 +288,23 @@ class TwoServiceProcesses(ServiceProcesses):
         self.assertAdmitted(10, statuses)
         with ledger.transaction() as txn:
             self.assertEqual(store.to_micro(120), txn.spent(allocation))
+
+    def test_a_pool_admits_exactly_what_it_holds(self):
+        # Each lease: one instance of 2 VCPUs for 24 hours, 48 VCPU-hours
+        # of the project's VCPU pool (nothing in credits); 480 pay for 10.
+        services = self.start_services(
+            ['CreditFilter'], 'credit_pool_classes = VCPU\n')
+        ledger = store.Ledger(self.database.url)
+        self.addCleanup(ledger.dispose)
+        project = 'p-%s' % uuid.uuid4().hex[:8]
+        with ledger.transaction([project]) as txn:
+            pool = txn.add_allocation(project, store.to_micro(480),
+                                      resource_class='VCPU')
+        statuses = self.hammer(services, project, reservation=lambda i:
+                               base.instances(1, vcpus=2))
+        self.assertAdmitted(10, statuses)
+        with ledger.transaction() as txn:
+            self.assertEqual(store.to_micro(480), txn.spent(pool))
 
 
 class OnEndRacingTheDeleteNotification(ServiceProcesses):

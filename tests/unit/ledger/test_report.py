@@ -169,6 +169,22 @@ class TestCreditsAndCounts(ReportTestCase):
                          (found['credits_charged'],
                           found['credits_refunded'], found['credits_net']))
 
+    def test_pool_charges_are_net_hours_apart_from_the_credits(self):
+        self.set(credit_pool_classes=['VCPU'], credit_instance_rate=1.0,
+                 credit_class_rates={'VCPU': '1'})
+        self.give_credits(100, resource_class='VCPU')
+        # 2 instances of 2 VCPUs for 10 hours: 40 VCPU-hours, 20 credits;
+        # ended after 5 hours: half of each refunded.
+        body = lease(day(2), day(2, 10), instances(2, vcpus=2))
+        self.by('u', body)
+        self.now = at(2, 5)
+        self.end(body)
+        found = self.report(at(1), at(10), by='user')['u']
+        self.assertEqual((20.0, 10.0, 10.0, 'VCPU: 20.0'),
+                         (found['credits_charged'],
+                          found['credits_refunded'], found['credits_net'],
+                          found['pools_net']))
+
     def test_denied_leases_are_counted_apart(self):
         self.set(credit_host_rate=1000.0)
         # Through the chain, which keeps denied requests for the record.
