@@ -18,15 +18,18 @@ year; the caches of production, ``capacity_max_age`` and
 ``nova_quota_max_age`` 5 s), and two chains on it, served side by side by
 our HTTP service:
 
-* **without**: the policies bench's seven filters;
+* **without**: the policies bench's seven filters, with its
+  configuration (single-currency credits);
 * **with**: the same, then the fairness rules -- ExtensionWindowFilter,
   NoStackingFilter (hosts and instances, per user, 1 hour gap),
   RollingCapFilter (host-hours and VCPU-hours per project in any 7 days,
   from the limits file) -- and CreditFilter charging VCPU to a pool of
   its own (``credit_pool_classes = VCPU``; every project holds a pool).
 
-The requests go to the two chains in alternating blocks (``--block``), so
-that both see the same ledger, caches and machine load: back to back.
+Each chain is served by its own service (its own caches, warmed before
+the run) on the one ledger and Placement. The requests go to the two in
+alternating blocks (``--block``), so that both see the same ledger and
+machine load: back to back.
 Each request is a new lease of a random project (half instances, half
 hosts), recorded when allowed, as in the policies bench. The goal: the
 p99 with the rules within 1.2 x the p99 without. No existing service
@@ -164,7 +167,7 @@ def main(argv=None):
 
     server = embedded.ServerProcess()
     servers = []
-    services = None
+    services, chains = {}, {}
     try:
         client = placement_client.PlacementClient.from_endpoint(
             server.url, embedded.NOAUTH_HEADERS)
@@ -179,41 +182,43 @@ def main(argv=None):
         ledger.dispose()
         paths = policies.write_files(directory, projects)
         add_caps(paths)
-        conf = policies.configure(directory, server.url, connection, paths)
-        conf.set_override('enabled_filters',
-                          policies.FILTERS + FAIRNESS_FILTERS,
-                          'enforcement')
+        confs = {'without': policies.configure(directory, server.url,
+                                               connection, paths),
+                 'with': policies.configure(directory, server.url,
+                                            connection, paths)}
+        confs['with'].set_override(
+            'enabled_filters', policies.FILTERS + FAIRNESS_FILTERS,
+            'enforcement')
         for name, value in FAIRNESS_OPTIONS.items():
-            conf.set_override(name, value, 'enforcement')
-        conf.set_override('capacity_max_age', MAX_AGE, 'enforcement')
-        conf.set_override('nova_quota_max_age', MAX_AGE, 'enforcement')
-        services = services_mod.Services(conf)
-        loaded = chain_mod.load_filters(conf, services)
-        chains = {
-            'with': chain_mod.FilterChain(conf, filters=loaded,
-                                          services=services),
-            'without': chain_mod.FilterChain(
-                conf, filters=[f for f in loaded
-                               if f.name in policies.FILTERS],
-                services=services)}
+            confs['with'].set_override(name, value, 'enforcement')
         urls = {}
-        for name, chain in chains.items():
+        for name, conf in confs.items():
+            conf.set_override('capacity_max_age', MAX_AGE, 'enforcement')
+            conf.set_override('nova_quota_max_age', MAX_AGE, 'enforcement')
+            services[name] = services_mod.Services(conf)
+            chains[name] = chain_mod.FilterChain(conf,
+                                                 services=services[name])
             service = wsgi_server.WSGIServer(
-                api_app.make_app(conf, chain), threads=4).start()
+                api_app.make_app(conf, chains[name]), threads=4).start()
             servers.append(service)
             urls[name] = service.url
         wsgi_server.freeze_heap()
         # Warm-up: connections, the limits read, the capacity view's first
         # (whole) read.
         alternate(urls, projects, hosts, 30, 10, random.Random(1))
-        policies.wait_for_view(chains['with'])
+        for chain in chains.values():
+            policies.wait_for_view(chain)
         phases = alternate(urls, projects, hosts, args.requests, args.block,
                            rng)
     finally:
         for service in servers:
             service.stop()
-        if services is not None:
-            services.close()
+        for chain in chains.values():
+            for filter_ in chain.filters:
+                if hasattr(filter_, 'capacity_view'):
+                    filter_.close()
+        for each in services.values():
+            each.close()
         server.stop()
     with_rules, without = phases['with'], phases['without']
     result = {'hosts': args.hosts, 'leases': args.leases}
