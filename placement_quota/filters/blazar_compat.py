@@ -31,6 +31,13 @@ exceptions, chosen for what blazar-manager does with each:
     never raises a denial: it is logged. Blazar ends or deletes the lease
     whatever enforcement says (it logs anything on-end raises).
 
+A filter that cannot decide (:data:`FAILURES`: the ledger, Placement,
+Nova or Keystone down, a payload it cannot read, a filter that failed)
+raises ``ExternalServiceFilterException`` with its reason on a create or
+an update, as Blazar's ExternalServiceFilter does when our service
+answers 400 or 503: no lease is created, an updated lease keeps its
+status.
+
 Import this module only where Blazar is installed.
 :func:`placement_quota.blazar.enforcement.install` puts :data:`all_filters`
 into Blazar's filter namespace (what ``placement-quota-blazar-manager``
@@ -47,9 +54,11 @@ from oslo_config import cfg
 from oslo_log import log as logging
 
 from placement_quota import conf as pq_conf
+from placement_quota import errors as pq_errors
 from placement_quota import filters
 from placement_quota.filters import base
 from placement_quota.filters import chain as chain_mod
+from placement_quota.lease import errors as lease_errors
 from placement_quota import services as services_mod
 
 LOG = logging.getLogger(__name__)
@@ -73,12 +82,31 @@ def _denied_update(denial):
         message=str(denial))
 
 
+#: What our filters raise when they cannot decide, rather than deny: a
+#: service they read is down or answered wrongly, a payload they cannot
+#: read, a filter that failed.
+FAILURES = (pq_errors.DependencyError, lease_errors.PayloadError,
+            chain_mod.FilterError)
+
+
+def _failed(failure):
+    # Not a denial, but what Blazar's ExternalServiceFilter raises when
+    # our service answers 400 or 503: the lease keeps its status on an
+    # update, nothing is created on a create, and the user reads why.
+    return enforcement_exceptions.ExternalServiceFilterException(
+        message=str(failure))
+
+
 def _translating(method, translate):
     def call(self, *args):
         try:
             return method(self, *args)
         except base.EnforcementDenied as denial:
             raise translate(denial) from denial
+        except FAILURES as failure:
+            LOG.warning('%s could not decide (%s): %s', type(self).__name__,
+                        method.__name__, failure)
+            raise _failed(failure) from failure
     call.__name__ = method.__name__
     call.__doc__ = method.__doc__
     return call

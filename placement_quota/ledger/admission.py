@@ -297,6 +297,10 @@ class Admission:
 
     def _replace(self):
         values = self._entry_values()
+        if self.entry.user_id:
+            # The lease stays its creator's, whoever updates it: what
+            # counts against a user (their limits, caps, share) follows it.
+            values['user_id'] = self.entry.user_id
         if values['lease_id'] is None or self.entry.lease_id is not None:
             values['lease_id'] = self.entry.lease_id
         elif self.txn.lease_id_holder(values['lease_id']) is not None:

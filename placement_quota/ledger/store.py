@@ -524,14 +524,18 @@ class Transaction:
 
     def charges_by_lease(self, project_id):
         """``{lease row: (charged, refunded)}`` of a project, in
-        micro-credits: the sums of its charges above and below 0."""
-        t = models.charges
+        micro-credits: the sums of its charges above and below 0 (credits
+        only: the hours charged to pools of resource classes are not
+        credits)."""
+        t, a = models.charges, models.credit_allocations
         positive = sa.case((t.c.amount > 0, t.c.amount), else_=0)
         negative = sa.case((t.c.amount < 0, -t.c.amount), else_=0)
         rows = self.connection.execute(
             sa.select(t.c.lease_row, sa.func.sum(positive),
                       sa.func.sum(negative))
-            .where(t.c.project_id == project_id)
+            .select_from(t.outerjoin(a, t.c.allocation_id == a.c.id))
+            .where(t.c.project_id == project_id,
+                   a.c.resource_class.is_(None))
             .group_by(t.c.lease_row))
         return {row[0]: (int(row[1] or 0), int(row[2] or 0))
                 for row in rows}

@@ -41,6 +41,9 @@ import testtools
 from placement_quota.blazar import enforcement as pq_enforcement
 from placement_quota.filters import base
 from placement_quota.filters import blazar_compat
+from placement_quota.filters import chain as chain_mod
+from placement_quota.lease import errors as lease_errors
+from placement_quota.ledger import errors as ledger_errors
 from tests.fixtures import enforcement as service_fixture
 
 DAY = 86400
@@ -269,6 +272,53 @@ class TestOnEndInsideBlazar(BlazarTestCase):
         self.assertIn('_EndDenyingFilter denied the end of a lease, which '
                       'Blazar ends anyway: The end is denied.',
                       logger.output)
+
+
+class _Failing:
+    """A chain that cannot decide: it raises ``failure``."""
+
+    def __init__(self, failure):
+        self.failure = failure
+
+    def check_create(self, context, lease):
+        raise self.failure
+
+    def check_update(self, context, current_lease, lease):
+        raise self.failure
+
+
+class TestAFailureInsideBlazarKeepsTheLease(testtools.TestCase):
+    """Our chain inside blazar-manager, unable to decide: Blazar gets the
+    exception its update_lease lists as non-fatal (the lease keeps its
+    status), with the reason, as through the external service."""
+
+    def raised(self, failure, method='check_update'):
+        chain_filter = blazar_compat.PlacementQuotaChainFilter(
+            cfg.ConfigOpts(), chain=_Failing(failure))
+        args = ({}, {}) if method == 'check_create' else ({}, {}, {})
+        return self.assertRaises(Exception, getattr(chain_filter, method),
+                                 *args)
+
+    def test_a_ledger_outage_on_an_update(self):
+        error = self.raised(ledger_errors.LedgerUnavailable(
+            'the ledger database is down'))
+        self.assertIs(blazar_enforcement_exc.ExternalServiceFilterException,
+                      type(error))
+        self.assertIn('the ledger database is down', str(error))
+
+    def test_a_payload_it_cannot_read_on_an_update(self):
+        error = self.raised(lease_errors.PayloadError(
+            'lease.reservations[0].allocations[0].extra.su_factor',
+            'must be a finite number from 0 to 100', 'x'))
+        self.assertIs(blazar_enforcement_exc.ExternalServiceFilterException,
+                      type(error))
+        self.assertIn('su_factor', str(error))
+
+    def test_a_failed_filter_on_a_create(self):
+        error = self.raised(chain_mod.FilterError(
+            'CreditFilter', RuntimeError('boom')), method='check_create')
+        self.assertIs(blazar_enforcement_exc.ExternalServiceFilterException,
+                      type(error))
 
 
 class TestInstall(testtools.TestCase):

@@ -347,3 +347,37 @@ class TestSelfService(PoolTestCase):
                              'start_date': None, 'end_date': None},
               'spent': 80.0, 'balance': 20.0}],
             found['credits']['pools'])
+
+
+class TestTheProjectsLeasesInCredits(PoolTestCase):
+
+    def test_a_leases_charge_counts_its_credits_not_its_pool_hours(self):
+        # 40 credits to the general allocation, 80 VCPU-hours to the pool.
+        self.give_credits(100)
+        self.pool(100)
+        chain = self.chain('CreditFilter')
+        chain.check_create({'project_id': self.project, 'user_id': 'u'},
+                           eight_vcpus(lease_id='lease-1'))
+
+        found = service.SelfService(chain).leases(self.project)
+
+        self.assertEqual(40.0, found['leases'][0]['charged'])
+
+
+class TestAnUpdateKeepsTheLeasesOwner(PoolTestCase):
+
+    def test_an_update_by_another_user_leaves_the_lease_its_creators(self):
+        self.give_credits(1000)
+        self.pool(1000)
+        chain = self.chain('CreditFilter')
+        body = eight_vcpus(lease_id='lease-1')
+        chain.check_create({'project_id': self.project, 'user_id': 'alice'},
+                           body)
+        longer = eight_vcpus(lease_id='lease-1',
+                             end=datetime.datetime(2026, 6, 2, 11))
+
+        chain.check_update({'project_id': self.project, 'user_id': 'admin'},
+                           body, longer)
+
+        entry, = self.entries()
+        self.assertEqual('alice', entry.user_id)
