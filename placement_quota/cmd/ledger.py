@@ -142,8 +142,11 @@ class CreditsShare(common.Guarded, show.ShowOne):
 
 
 class CreditsAdd(common.Guarded, show.ShowOne):
-    """Give a project an allocation of credits (CreditFilter), or a pool
-    of one resource class's hours (``--resource-class``)."""
+    """Give a project an allocation of credits, or a pool of one class.
+
+    The credits pay for leases under CreditFilter; with --resource-class,
+    the allocation is a pool of that resource class's hours instead.
+    """
 
     #: The openstack shell needs no Keystone for it (see
     #: placement_quota.osc.plugin: Placement uses its session on demand).
@@ -208,8 +211,10 @@ def _iso(value):
 
 
 class CreditsList(common.Guarded, lister.Lister):
-    """A project's credit allocations and pools, and what is left of
-    each (a pool's in hours of its resource class)."""
+    """List a project's credit allocations and pools, and what is left.
+
+    What is left of a pool is in hours of its resource class.
+    """
 
     #: The openstack shell needs no Keystone for it (see
     #: placement_quota.osc.plugin: Placement uses its session on demand).
