@@ -181,7 +181,9 @@ class TestGpuPool(PoolTestCase):
             (self.spent(pool), message))
 
 
-class TestUpdates(PoolTestCase):
+class OneLeaseCharged(PoolTestCase):
+    """1000 credits, a VCPU pool of 100 hours, and one lease of 8 VCPUs
+    (:attr:`first`) charged to both."""
 
     def setUp(self):
         super().setUp()
@@ -189,6 +191,9 @@ class TestUpdates(PoolTestCase):
         self.vcpu = self.pool(100)
         self.first = eight_vcpus()
         self.create(self.first)
+
+
+class TestUpdates(OneLeaseCharged):
 
     def test_longer_update_charges_the_difference_to_the_pool(self):
         self.update(self.first, eight_vcpus(end=day(2, 12)))
@@ -224,14 +229,7 @@ class TestUpdates(PoolTestCase):
         self.assertEqual(0.0, self.spent(self.vcpu))
 
 
-class TestEnd(PoolTestCase):
-
-    def setUp(self):
-        super().setUp()
-        self.general = self.give_credits(1000)
-        self.vcpu = self.pool(100)
-        self.first = eight_vcpus()
-        self.create(self.first)
+class TestEnd(OneLeaseCharged):
 
     def test_on_end_refunds_the_unused_part_to_the_pool(self):
         self.now = datetime.datetime(2026, 6, 2, 4)
