@@ -34,10 +34,11 @@ from placement_quota.conf import nova
 from placement_quota.conf import placement
 from placement_quota.conf import reconcile
 from placement_quota.conf import self_service
+from placement_quota.conf import warnings
 
 MODULES = (accounts, admin_api, api, enforcement, external, keystone,
            ledger, lifecycle, limits, nova, placement, reconcile,
-           self_service)
+           self_service, warnings)
 
 
 def register_opts(conf):

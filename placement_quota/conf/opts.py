@@ -30,6 +30,7 @@ from placement_quota.conf import nova
 from placement_quota.conf import placement
 from placement_quota.conf import reconcile
 from placement_quota.conf import self_service
+from placement_quota.conf import warnings
 from placement_quota.conf import scheduler
 
 
@@ -40,7 +41,7 @@ def list_opts():
     groups = {}
     for module in (accounts, admin_api, api, enforcement, external,
                    keystone, ledger, lifecycle, limits, nova, placement,
-                   reconcile, self_service):
+                   reconcile, self_service, warnings):
         groups.update(module.list_opts())
     groups.update(scheduler.list_opts())
     return [(group, opts) for group, opts in groups.items()]
