@@ -94,6 +94,12 @@ LAST_EVENT = prometheus_client.Gauge(
     multiprocess_mode='max')
 
 
+WARNINGS = prometheus_client.Counter(
+    'placement_quota_warnings',
+    'Warnings to users, by kind (lease_end, credits...) and outcome '
+    '(recorded, sent, retried, failed, obsolete).',
+    ['kind', 'outcome'])
+
 _CHILDREN = {}
 
 

@@ -19,6 +19,7 @@ from oslo_log import log as logging
 
 from placement_quota.cmd import common
 from placement_quota.cmd import main
+from placement_quota.cmd import warnings as warnings_cmd
 from placement_quota.ledger import errors as ledger_errors
 
 LOG = logging.getLogger(__name__)
@@ -33,7 +34,9 @@ class Listen(common.Guarded, command.Command):
     transport_url (rabbit://USER:PASSWORD@HOST:5672/). This command reads
     the same broker ([lifecycle] transport_url of placement-quota.conf, or
     its [oslo_messaging_notifications] or [DEFAULT] transport_url) through
-    a queue of its own ([lifecycle] pool).
+    a queue of its own ([lifecycle] pool). With [warnings] enabled, it
+    also sends the warnings due (as placement-quota warn does) and turns
+    lease.event.before_end_lease into a warning.
     """
 
     def take_action(self, parsed_args):
@@ -55,13 +58,18 @@ class Listen(common.Guarded, command.Command):
             services.ledger  # a ledger at the wrong schema fails here
         except ledger_errors.LedgerError as exc:
             main.fail('cannot use the ledger: %s' % exc)
+        warner = (warnings_cmd.dispatcher(self) if conf.warnings.enabled
+                  else None)
         try:
-            listener.run(conf, services, on_ready=self._say_listening)
+            listener.run(conf, services, on_ready=self._say_listening,
+                         dispatcher=warner)
         except listener.BROKER_ERRORS as exc:
             main.fail('cannot reach the message broker: %s' % exc)
         except KeyboardInterrupt:
             pass
         finally:
+            if warner is not None:
+                warner.close()
             services.close()
         return 0
 

@@ -224,3 +224,63 @@ accounts = sa.Table(
     # has passed, then 404 (and its row is purged).
     sa.Column('deleted_at', sa.DateTime, nullable=True),
 )
+
+#: Warning states (placement_quota/warning/record.py): recorded and not
+#: sent yet on every channel; sent; given up after its attempts; no
+#: longer true when its turn came (a lease extended or ended meanwhile).
+WARNING_PENDING = 'pending'
+WARNING_SENT = 'sent'
+WARNING_FAILED = 'failed'
+WARNING_OBSOLETE = 'obsolete'
+WARNING_STATES = (WARNING_PENDING, WARNING_SENT, WARNING_FAILED,
+                  WARNING_OBSOLETE)
+
+warnings = sa.Table(
+    'warnings', metadata,
+    sa.Column('id', sa.Integer, primary_key=True, autoincrement=True),
+    # What the warning is about and which threshold or lead time
+    # (placement_quota/warning/model.py key()): recorded once, sent once.
+    sa.Column('key', sa.String(255), nullable=False),
+    sa.Column('kind', sa.String(32), nullable=False),
+    # What it is about (a lease's end, an allocation, a user's share), and
+    # how far it went: a scan records no warning of a subject at or below
+    # the highest level already recorded (a refund that brings credits
+    # back under 90 % after the 90 % warning gives no 75 % one).
+    sa.Column('subject', sa.String(255), nullable=False),
+    sa.Column('level', sa.Float, nullable=False, server_default='0'),
+    sa.Column('project_id', sa.String(255), nullable=False),
+    sa.Column('user_id', sa.String(255), nullable=True),
+    sa.Column('lease_id', sa.String(255), nullable=True),
+    sa.Column('lease_name', sa.String(255), nullable=True),
+    # The numbers of the warning, as it was found (model.FACTS).
+    sa.Column('facts', sa.JSON, nullable=False),
+    sa.Column('state', sa.String(16), nullable=False),
+    # {channel: what it did}: a channel done is not sent again when
+    # another one is retried.
+    sa.Column('channels_done', sa.JSON, nullable=False),
+    sa.Column('attempts', sa.Integer, nullable=False, server_default='0'),
+    sa.Column('last_error', sa.Text, nullable=True),
+    sa.Column('created_at', sa.DateTime, nullable=False),
+    sa.Column('due_at', sa.DateTime, nullable=True),
+    sa.Column('next_attempt_at', sa.DateTime, nullable=False),
+    # A process sending it holds it until then (a process that stopped
+    # mid-send leaves it to another afterwards).
+    sa.Column('claimed_until', sa.DateTime, nullable=True),
+    sa.Column('sent_at', sa.DateTime, nullable=True),
+    sa.UniqueConstraint('key', name='uq_warnings_key'),
+    sa.Index('ix_warnings_state_next', 'state', 'next_attempt_at'),
+    sa.Index('ix_warnings_project', 'project_id'),
+    sa.Index('ix_warnings_subject', 'subject'),
+    sa.Index('ix_warnings_created', 'created_at'),
+)
+
+#: Started leases whose reserved providers carried no allocation when
+#: last looked at, and since when (placement_quota/warning/idle.py). No
+#: foreign key: ``db purge`` removes the rows of the entries it purges.
+idle_watch = sa.Table(
+    'idle_watch', metadata,
+    sa.Column('lease_row', sa.Integer, primary_key=True,
+              autoincrement=False),
+    sa.Column('idle_since', sa.DateTime, nullable=False),
+    sa.Column('checked_at', sa.DateTime, nullable=False),
+)

@@ -55,6 +55,7 @@ the drift.
 """
 
 import datetime
+import functools
 import signal
 import threading
 import time
@@ -66,6 +67,7 @@ from oslo_utils import timeutils
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.lifecycle import events
 from placement_quota import metrics
+from placement_quota.warning import events as warning_events
 
 LOG = logging.getLogger(__name__)
 
@@ -113,8 +115,12 @@ class LeaseEndpoint:
         event_type=EVENT_TYPE_FILTER)
 
     def __init__(self, ledger, requeue_delay=REQUEUE_DELAY,
-                 requeue_delay_max=REQUEUE_DELAY_MAX):
+                 requeue_delay_max=REQUEUE_DELAY_MAX, before_end=None):
         self.ledger = ledger
+        #: ``before_end(payload, timestamp)``, called for each
+        #: ``lease.event.before_end_lease`` once the ledger has it (the
+        #: warning of ``[warnings] enabled``); None: nothing more is done.
+        self.before_end = before_end
         self.requeue_delay = requeue_delay
         self.requeue_delay_max = requeue_delay_max
         self.newest = None
@@ -156,6 +162,9 @@ class LeaseEndpoint:
         try:
             result = events.handle(self.ledger, event_type, payload,
                                    timestamp)
+            if event_type == events.BEFORE_END and \
+                    self.before_end is not None:
+                self.before_end(payload, timestamp)
         except events.Malformed as exc:
             self._count('malformed', event_type)
             LOG.warning('Dropped %s (message %s from %s): %s', event_type,
@@ -242,7 +251,7 @@ class LifecycleListener:
     ``transport_url`` the broker, credentials masked (for logs).
     """
 
-    def __init__(self, conf, ledger, endpoint=None):
+    def __init__(self, conf, ledger, endpoint=None, before_end=None):
         group = conf.lifecycle
         self.conf = conf
         self.transport = oslo_messaging.get_notification_transport(
@@ -251,7 +260,8 @@ class LifecycleListener:
         self.targets = [oslo_messaging.Target(topic=topic,
                                               exchange=group.exchange)
                         for topic in group.topics]
-        self.endpoint = endpoint or LeaseEndpoint(ledger)
+        self.endpoint = endpoint or LeaseEndpoint(ledger,
+                                                  before_end=before_end)
         self.listener = oslo_messaging.get_notification_listener(
             self.transport, self.targets, [self.endpoint],
             executor='threading', allow_requeue=True, pool=group.pool)
@@ -295,16 +305,27 @@ def _masked(conf, url):
     return '%s://%s/%s' % (parsed.transport, hosts, parsed.virtual_host or '')
 
 
-def run(conf, services, ready=None, on_ready=None):
+def run(conf, services, ready=None, on_ready=None, dispatcher=None):
     """Run the listener of ``conf`` on ``services.ledger`` until SIGTERM or
     SIGINT, then stop it cleanly (the messages being handled finish).
+
+    With a ``dispatcher`` (:class:`~placement_quota.warning.dispatch.
+    Dispatcher`, ``[warnings] enabled``), Blazar's ``before_end_lease``
+    events become warnings, and the dispatcher scans and sends in a thread
+    of its own beside the listener.
 
     Once it listens, ``on_ready(listener)`` is called and ``ready`` (an
     Event) is set, when given. Must run in the main thread (it installs
     the signal handlers; the previous ones are put back on return).
     """
-    listener = LifecycleListener(conf, services.ledger)
+    before_end = None
+    if dispatcher is not None:
+        before_end = functools.partial(warning_events.before_end,
+                                       services.ledger)
+    listener = LifecycleListener(conf, services.ledger,
+                                 before_end=before_end)
     stopping = threading.Event()
+    warner = None
 
     def _stop(signum, frame):
         LOG.info('Signal %d received: stopping', signum)
@@ -314,6 +335,11 @@ def run(conf, services, ready=None, on_ready=None):
                 for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         listener.start()
+        if dispatcher is not None:
+            warner = threading.Thread(target=dispatcher.run,
+                                      args=(stopping,), name='warnings',
+                                      daemon=True)
+            warner.start()
         group = conf.lifecycle
         if group.metrics_port:
             server = metrics.serve_metrics(group.metrics_port,
@@ -327,8 +353,11 @@ def run(conf, services, ready=None, on_ready=None):
         while not stopping.wait(1):
             pass
     finally:
+        stopping.set()
         listener.stop()
         listener.wait()
+        if warner is not None:
+            warner.join()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     LOG.info('Stopped; notifications: %s',

@@ -57,7 +57,12 @@ class Notice:
     lead time (see :func:`key`): the ledger records each key once, so it
     is sent once. ``user_id`` is the user it is for (a lease's creator, a
     share's holder); None for the project's (``[warnings]
-    project_roles``)."""
+    project_roles``).
+
+    ``subject`` is what it is about (a lease's end, an allocation, a
+    user's share; the key by default) and ``level`` how far it went (a
+    threshold, minus a lead time): no warning of a subject is recorded at
+    or below a level already recorded for it."""
 
     kind: str
     key: str
@@ -67,6 +72,12 @@ class Notice:
     lease_name: str = None
     due_at: datetime.datetime = None
     facts: dict = dataclasses.field(default_factory=dict)
+    subject: str = None
+    level: float = 0.0
+
+    def __post_init__(self):
+        if self.subject is None:
+            object.__setattr__(self, 'subject', self.key)
 
     @property
     def event_type(self):
@@ -77,6 +88,10 @@ class Notice:
                 'project_id': self.project_id, 'user_id': self.user_id,
                 'lease_id': self.lease_id, 'lease_name': self.lease_name,
                 'due_at': iso(self.due_at), 'facts': dict(self.facts)}
+
+    @property
+    def lease_row(self):
+        return self.facts.get('lease_row')
 
 
 def key(kind, *parts):
