@@ -334,6 +334,7 @@ class Environment:
 
     def __init__(self):
         self.workdir = None
+        self.config_file = None
         self.keystone = None
         self.blazar = None
         self.front = None
@@ -406,6 +407,7 @@ class Environment:
 
     def _config(self):
         path = os.path.join(self.workdir, 'placement-quota.conf')
+        self.config_file = path
         nova_limits = os.path.join(self.workdir, 'nova-limits.yaml')
         with open(nova_limits, 'w') as f:
             f.write('registered_limits:\n  class:MEMORY_MB: %d\n'
@@ -442,6 +444,19 @@ class Environment:
                 'settle_interval = 1',
             ]) + '\n')
         return enforcement_fixture.new_config([], config_files=[path])
+
+    # --- configurations of the warnings tests -------------------------
+
+    def config_with(self, text):
+        """The environment's configuration (its ledger, broker,
+        filters and listener) plus ``text``, more sections of a
+        configuration file (``[warnings]``, ``[keystone]``...)."""
+        path = os.path.join(self.workdir, 'placement-quota-%s.conf'
+                            % uuid.uuid4().hex[:8])
+        with open(path, 'w') as f:
+            f.write(text)
+        return enforcement_fixture.new_config(
+            [], config_files=[self.config_file, path])
 
     def alive(self):
         return self.blazar is not None and self.blazar.alive()

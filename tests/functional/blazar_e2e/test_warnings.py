@@ -1,0 +1,195 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+"""Warnings to a user of stock Blazar: the mail they get before their
+lease ends, and before their project's credits run out.
+
+The user creates leases with python-blazarclient against the real Blazar
+API (see :mod:`tests.functional.blazar_e2e.base`); their e-mail address
+is their Keystone user's. What ``placement-quota listen`` runs with
+``[warnings] enabled`` is run here: our lifecycle listener, turning
+Blazar's ``lease.event.before_end_lease`` into a warning, beside the
+dispatcher (:class:`~placement_quota.warning.dispatch.Dispatcher`), which
+scans the ledger every second and sends what is due by e-mail, to a real
+SMTP server in the test (:class:`~tests.fixtures.smtp.SmtpSink`), and as
+an oslo.messaging notification on the environment's broker.
+"""
+
+import datetime
+import functools
+import threading
+import time
+import uuid
+
+from placement_quota.lifecycle import listener as listener_mod
+from placement_quota import services as services_mod
+from placement_quota.warning import dispatch
+from placement_quota.warning import events as warning_events
+from placement_quota.warning import model
+from tests.fixtures import smtp
+from tests.functional.blazar_e2e import base
+
+#: Seconds between two passes of the dispatcher.
+SCAN_INTERVAL = 1
+#: Passes a test lets run after a warning came, before it counts them.
+EXTRA_PASSES = 3
+#: Seconds a test waits for Blazar's before_end_lease: the next minute
+#: turn (Blazar takes dates to the minute) and an event run.
+BEFORE_END_WAIT = 90
+CREDITS_EVENT = model.EVENT_TYPE_PREFIX + model.CREDITS
+
+
+def keys(messages):
+    """The warning keys of ``messages``. (A header longer than a line is
+    folded before its value, and the parsed value keeps the folding's
+    space.)"""
+    return [str(m[smtp.KEY_HEADER]).strip() for m in messages]
+
+
+def rendered_date(value):
+    """A date as the warnings' mails write it."""
+    return value.strftime('%Y-%m-%d %H:%M UTC')
+
+
+class WarningsTestCase(base.BlazarE2ETestCase):
+    """A user with an e-mail address in Keystone, and what ``listen``
+    with ``[warnings] enabled`` runs: our listener on Blazar's
+    notifications (instead of the environment's, on the same queue) and
+    the dispatcher beside it, on e-mail and notifications."""
+
+    def setUp(self):
+        super().setUp()
+        self.address = '%s@example.org' % self.user.name
+        self.keystone.admin_conn.identity.update_user(
+            self.user.id, email=self.address)
+        self.sink = self.useFixture(smtp.SmtpSink())
+        self.conf = self.env.config_with(
+            '[warnings]\n'
+            'channels = email, notification\n'
+            'scan_interval = %d\n'
+            'lease_end_lead_times = 48h, 1h\n'
+            'credit_thresholds = 75, 90, 100\n'
+            'smtp_host = %s\n'
+            'smtp_port = %d\n'
+            'mail_from = Cloud reservations <reservations@example.org>\n'
+            '[oslo_messaging_notifications]\n'
+            'driver = messagingv2\n'
+            'transport_url = %s\n'
+            % (SCAN_INTERVAL, self.sink.host, self.sink.port,
+               self.env.transport_url) +
+            self.keystone.admin_section('keystone'))
+        services = services_mod.Services(self.conf)
+        self.addCleanup(services.close)
+        self.ledger = services.ledger
+        dispatcher = dispatch.Dispatcher.from_conf(self.conf, services)
+        self.addCleanup(dispatcher.close)
+        # The environment's listener comes back at cleanup
+        # (BlazarE2ETestCase._services_up), after this one stopped.
+        self.env.lifecycle.stop()
+        listener = listener_mod.LifecycleListener(
+            self.conf, self.ledger, before_end=functools.partial(
+                warning_events.before_end, self.ledger))
+        listener.start()
+        self.addCleanup(listener.wait)
+        self.addCleanup(listener.stop)
+        stopping = threading.Event()
+        warner = threading.Thread(target=dispatcher.run, args=(stopping,),
+                                  name='warnings', daemon=True)
+        warner.start()
+        self.addCleanup(warner.join, 30)
+        self.addCleanup(stopping.set)
+
+    def mails(self):
+        """The messages the sink received for this test's user."""
+        return [m for m in self.sink.messages
+                if self.address in str(m['To'])]
+
+    def mail(self, key):
+        """Wait for the mail of warning ``key``; let the dispatcher run
+        :data:`EXTRA_PASSES` more passes; return the one mail this user
+        got (fails when there is another)."""
+        deadline = time.monotonic() + BEFORE_END_WAIT
+        while key not in keys(self.mails()):
+            if time.monotonic() > deadline:
+                self.fail('No mail of warning %s for %s in %ds; the sink '
+                          'received %s' % (key, self.address,
+                                           BEFORE_END_WAIT,
+                                           keys(self.sink.messages)))
+            time.sleep(0.2)
+        time.sleep(EXTRA_PASSES * SCAN_INTERVAL)
+        mails = self.mails()
+        self.assertEqual([key], keys(mails))
+        return mails[0]
+
+    def notifications(self, event_type):
+        """The notifications of ``event_type`` about this test's
+        project."""
+        with self.env.tap._lock:
+            return [n for n in self.env.tap.received
+                    if n['event_type'] == event_type and
+                    n['payload'].get('project_id') == self.project]
+
+    def text(self, message):
+        return message.get_body(('plain',)).get_content()
+
+
+class TestBeforeEndWarning(WarningsTestCase):
+
+    def test_before_end_date_of_a_lease_mails_its_user_once(self):
+        self.give_credits(100)
+        name = 'warned-%s' % uuid.uuid4().hex[:8]
+        # Blazar takes dates to the minute, its "now" included: the
+        # earliest before_end_date it accepts is the next minute's turn.
+        base.clear_of_minute_turn(margin=10)
+        start = base.minute()
+        end = start + datetime.timedelta(hours=2)
+        lease = self.client.lease.create(
+            name, 'now', base.api_date(end), [base.instance_reservation()],
+            [], before_end=base.api_date(
+                start + datetime.timedelta(minutes=1)))
+        self.leases.append(lease['id'])
+        self.assertEqual(end, datetime.datetime.fromisoformat(
+            lease['end_date']))
+
+        message = self.mail(model.key(model.BEFORE_END, lease['id'], end))
+        self.notification(lease['id'], 'lease.event.before_end_lease')
+        self.assertIn(name, message['Subject'])
+        text = self.text(message)
+        self.assertIn(name, text)
+        self.assertIn(rendered_date(end), text)
+        self.assertEqual(1, len(self.notifications(
+            model.EVENT_TYPE_PREFIX + model.BEFORE_END)))
+
+
+class TestCreditsWarning(WarningsTestCase):
+
+    def test_a_lease_past_90_percent_of_the_credits_warns_once(self):
+        # A 2-hour lease of 3 credits an hour: 6 of 6.5, 92 %.
+        allocation = self.give_credits(6.5)
+        lease = self.create_lease(hours=2)
+        self.assertEqual(6, self.spent(allocation))
+
+        message = self.mail(model.key(model.CREDITS, allocation, 90))
+        text = self.text(message)
+        self.assertIn(self.project, text)
+        self.assertIn('0.50', text)
+        notifications = self.notifications(CREDITS_EVENT)
+        self.assertEqual(1, len(notifications), notifications)
+        payload = notifications[0]['payload']
+        self.assertEqual((self.project, 90, 6.0, 0.5),
+                         (payload['project_id'],
+                          payload['facts']['threshold_pct'],
+                          payload['facts']['spent'],
+                          payload['facts']['left']))
+        # (A subject longer than a header line is folded before its first
+        # word; the parsed header keeps the folding's space.)
+        self.assertEqual(message['Subject'].strip(), payload['subject'])
+        self.bound_entry(lease['id'])
