@@ -39,6 +39,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
+from placement_quota.ledger import errors
 from placement_quota.ledger import models
 from placement_quota.warning import model
 
@@ -168,14 +169,20 @@ def claim(ledger, now, claim_timeout, limit=100, ids=None):
         candidates = [row.id for row in reader.connection.execute(query)]
     held = []
     for row_id in candidates:
-        with ledger.transaction(now=now) as txn:
-            won = txn.connection.execute(
-                T.update().where(T.c.id == row_id, free)
-                .values(claimed_until=until)).rowcount == 1
-            if won:
-                row = txn.connection.execute(
-                    sa.select(T).where(T.c.id == row_id)).one()
-                held.append(RecordedWarning.from_row(row))
+        try:
+            with ledger.transaction(now=now) as txn:
+                won = txn.connection.execute(
+                    T.update().where(T.c.id == row_id, free)
+                    .values(claimed_until=until)).rowcount == 1
+                if won:
+                    row = txn.connection.execute(
+                        sa.select(T).where(T.c.id == row_id)).one()
+        except errors.LedgerConflict:
+            # Another process claimed it at the same moment (a Galera
+            # cluster refuses the second commit): theirs.
+            continue
+        if won:
+            held.append(RecordedWarning.from_row(row))
     return held
 
 
