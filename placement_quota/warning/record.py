@@ -46,6 +46,8 @@ from placement_quota.warning import model
 LOG = logging.getLogger(__name__)
 
 T = models.warnings
+#: Times :func:`record` is tried when it conflicts with another process.
+CONFLICT_ATTEMPTS = 3
 
 
 @dataclasses.dataclass
@@ -143,11 +145,20 @@ def record(ledger, notices, now):
     notices = list({n.key: n for n in notices}.values())
     if not notices:
         return 0
-    with ledger.transaction(now=now) as txn:
-        result = txn.connection.execute(
-            _insert_ignoring_duplicates(ledger.dialect),
-            [_values(n, now) for n in notices])
-        inserted = result.rowcount
+    rows = [_values(n, now) for n in notices]
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            with ledger.transaction(now=now) as txn:
+                inserted = txn.connection.execute(
+                    _insert_ignoring_duplicates(ledger.dialect),
+                    rows).rowcount
+            break
+        except errors.LedgerConflict:
+            # Another process recorded some of them at the same moment
+            # on another Galera node: once theirs is committed, ours
+            # ignores them.
+            if attempt + 1 == CONFLICT_ATTEMPTS:
+                raise
     if inserted is None or inserted < 0:
         inserted = len(notices)   # the driver cannot tell
     return inserted
