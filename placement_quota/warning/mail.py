@@ -31,6 +31,7 @@ from email import utils as email_utils
 import smtplib
 import ssl
 import threading
+import time
 
 from oslo_log import log as logging
 
@@ -38,6 +39,11 @@ from placement_quota.warning import channels
 from placement_quota.warning import recipients as recipients_mod
 
 LOG = logging.getLogger(__name__)
+
+#: A connection idle longer than this is checked with NOOP before it is
+#: used again (a server may have closed it); one used more recently is
+#: used at once.
+CHECK_AFTER_IDLE = 5.0
 
 #: The header naming the warning a message is (its exactly-once key).
 KEY_HEADER = 'X-Placement-Quota-Warning'
@@ -97,6 +103,7 @@ class MailChannel(channels.Channel):
                                  'used: %s' % (group.smtp_ca_file, exc))
         self.recipients = recipients or recipients_mod.Recipients(conf)
         self._smtp = None
+        self._used_at = None
         self._lock = threading.Lock()
 
     # --- the message -----------------------------------------------------
@@ -136,6 +143,7 @@ class MailChannel(channels.Channel):
             try:
                 refused = self._connection().send_message(
                     msg, from_addr=self.sender.addr_spec, to_addrs=emails)
+                self._used_at = time.monotonic()
             except smtplib.SMTPRecipientsRefused as exc:
                 self._drop()
                 codes = [code for code, _ in exc.recipients.values()]
@@ -180,9 +188,12 @@ class MailChannel(channels.Channel):
         return '%s:%d' % (self.host, self.port)
 
     def _connection(self):
-        """The open connection, checked with NOOP; a new one (TLS, login)
-        when there is none or the server closed it."""
+        """The open connection (checked with NOOP when it was idle for
+        :data:`CHECK_AFTER_IDLE`); a new one (TLS, login) when there is
+        none or the server closed it."""
         if self._smtp is not None:
+            if time.monotonic() - self._used_at < CHECK_AFTER_IDLE:
+                return self._smtp
             try:
                 if self._smtp.noop()[0] == 250:
                     return self._smtp
@@ -202,7 +213,7 @@ class MailChannel(channels.Channel):
         except BaseException:
             smtp.close()
             raise
-        self._smtp = smtp
+        self._smtp, self._used_at = smtp, time.monotonic()
         return smtp
 
     def _drop(self):

@@ -15,6 +15,7 @@ SMTPS; the server's refusals as transient or permanent send errors."""
 
 import email.utils
 import logging
+import time
 
 import fixtures
 import testtools
@@ -204,6 +205,21 @@ class TestRefusals(MailTestCase):
         error = self.assertRaises(channels.SendError, self.send, channel)
         self.assertFalse(error.permanent)
         self.assertIn('STARTTLS', str(error))
+
+
+class TestConnection(MailTestCase):
+
+    sink_options = {'idle_timeout': 0.2}
+
+    def test_a_connection_the_server_closed_while_idle_is_made_again(self):
+        self.useFixture(fixtures.MockPatchObject(mail, 'CHECK_AFTER_IDLE',
+                                                 0.1))
+        channel = self.channel()
+        self.send(channel)
+        time.sleep(0.5)   # the server closes the connection after 0.2s
+        self.assertEqual('mailed to alice@example.org',
+                         self.send(channel, test_render.SAMPLES[model.IDLE]))
+        self.assertEqual([NOTICE.key, 'idle:3'], self.sink.keys())
 
 
 class TestStartTls(MailTestCase):
