@@ -26,20 +26,23 @@ options, as every OpenStack service does: ``driver`` (``messagingv2``...),
 * priority ``warn`` for a lease ended because it was idle and for credits
   used up (100 % or more of the allocation), ``info`` otherwise.
 
-oslo.messaging's ``Notifier`` logs a failed send and goes on; a warning
-must not be lost that way, so this channel hands the message to the same
-drivers (the ``oslo.messaging.notify.drivers`` plugins the ``Notifier``
-loads) itself, and a failure raises
-:class:`~placement_quota.warning.channels.SendError` (the dispatcher tries
-again later). For the same reason a send does not retry forever when
-``[oslo_messaging_notifications] retry`` is -1 (its default):
-:data:`RETRIES` then bounds it.
+oslo.messaging's ``Notifier``, and its ``messaging``/``messagingv2``
+drivers, log a failed send and go on; a warning must not be lost that way.
+So this channel loads the same drivers (the ``oslo.messaging.notify.
+drivers`` plugins the ``Notifier`` loads) and calls them itself; for the
+two messaging drivers it does what they do (one message per topic, on
+``<topic>.<priority>``, in their format version) without swallowing the
+transport's error. A failure raises :class:`~placement_quota.warning.
+channels.SendError` (the dispatcher tries again later). For the same
+reason a send does not retry forever when ``[oslo_messaging_notifications]
+retry`` is -1 (its default): :data:`RETRIES` then bounds it.
 """
 
 import socket
 import uuid
 
 import oslo_messaging
+from oslo_messaging.notify import messaging as messaging_drivers
 from oslo_utils import timeutils
 from stevedore import named
 
@@ -139,7 +142,7 @@ class NotificationChannel(channels.Channel):
                    'timestamp': str(timeutils.utcnow())}
         for extension in self._drivers.extensions:
             try:
-                extension.obj.notify({}, message, level, self.retry)
+                self._notify(extension.obj, message, level)
             except Exception as exc:
                 raise channels.SendError(
                     'notification %s not published (driver %s, topics '
@@ -148,6 +151,18 @@ class NotificationChannel(channels.Channel):
                                      type(exc).__name__, exc)) from exc
         return 'published %s (%s) on %s' % (
             notice.event_type, level.lower(), ', '.join(self.topics))
+
+    def _notify(self, driver, message, level):
+        if not isinstance(driver, messaging_drivers.MessagingDriver):
+            driver.notify({}, message, level, self.retry)
+            return
+        # MessagingDriver.notify, less its "except Exception: log".
+        for topic in driver.topics:
+            target = oslo_messaging.Target(topic='%s.%s'
+                                           % (topic, level.lower()))
+            driver.transport._send_notification(
+                target, {}, message, version=driver.version,
+                retry=self.retry)
 
     def close(self):
         if self._own_transport and self.transport is not None:
