@@ -59,12 +59,6 @@ CREDITS_EVENT = model.EVENT_TYPE_PREFIX + model.CREDITS
 ALLOCATION = 10.0
 
 
-def keys(messages):
-    """The warning keys of ``messages`` (a header folded before its value
-    keeps the folding's space once parsed)."""
-    return [str(m[smtp.KEY_HEADER]).strip() for m in messages]
-
-
 class WarnProcess:
     """``placement-quota warn`` on the configuration file ``config``, in
     a subprocess; its output appended to ``log_file``."""
@@ -215,7 +209,7 @@ class TwoWarnProcesses:
         time.sleep(EXTRA_PASSES * SCAN_INTERVAL)
         processes.poll(lambda: len(self.published()) >= len(expected),
                        WAIT, 'the notifications of %s' % (expected,))
-        self.assertEqual(sorted(expected), sorted(keys(self.sink.messages)))
+        self.assertEqual(sorted(expected), sorted(self.sink.keys()))
         self.assertEqual(sorted(expected), sorted(self.published()))
         for message in self.sink.messages:
             self.assertIn(self.address, str(message['To']))
