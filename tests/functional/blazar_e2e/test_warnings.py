@@ -25,15 +25,21 @@ an oslo.messaging notification on the environment's broker.
 
 import datetime
 import functools
+import json
 import threading
 import time
 import uuid
 
+from placement_quota.ledger import models
 from placement_quota.lifecycle import listener as listener_mod
+from placement_quota.placement import client as placement_client
+from placement_quota.placement import reservations as rsv
 from placement_quota import services as services_mod
 from placement_quota.warning import dispatch
 from placement_quota.warning import events as warning_events
 from placement_quota.warning import model
+from tests.fixtures import command_server
+from tests.fixtures import placement as placement_fixtures
 from tests.fixtures import smtp
 from tests.functional.blazar_e2e import base
 
@@ -45,6 +51,9 @@ EXTRA_PASSES = 3
 #: turn (Blazar takes dates to the minute) and an event run.
 BEFORE_END_WAIT = 90
 CREDITS_EVENT = model.EVENT_TYPE_PREFIX + model.CREDITS
+#: [warnings] idle_after and end_idle_after of the idle reservation tests.
+IDLE_AFTER = 1
+END_IDLE_AFTER = 3
 
 
 def keys(messages):
@@ -65,32 +74,39 @@ class WarningsTestCase(base.BlazarE2ETestCase):
     notifications (instead of the environment's, on the same queue) and
     the dispatcher beside it, on e-mail and notifications."""
 
+    #: More ``[warnings]`` options of the test case.
+    warnings_options = {}
+    #: Whether the dispatcher runs its passes in a thread of its own, as
+    #: in ``listen`` (else the test runs them: :attr:`dispatcher`).
+    dispatcher_thread = True
+
     def setUp(self):
         super().setUp()
         self.address = '%s@example.org' % self.user.name
         self.keystone.admin_conn.identity.update_user(
             self.user.id, email=self.address)
         self.sink = self.useFixture(smtp.SmtpSink())
+        options = {'channels': 'email, notification',
+                   'scan_interval': SCAN_INTERVAL,
+                   'lease_end_lead_times': '48h, 1h',
+                   'credit_thresholds': '75, 90, 100',
+                   'smtp_host': self.sink.host, 'smtp_port': self.sink.port,
+                   'mail_from': 'Cloud reservations '
+                                '<reservations@example.org>'}
+        options.update(self.warnings_options)
         self.conf = self.env.config_with(
-            '[warnings]\n'
-            'channels = email, notification\n'
-            'scan_interval = %d\n'
-            'lease_end_lead_times = 48h, 1h\n'
-            'credit_thresholds = 75, 90, 100\n'
-            'smtp_host = %s\n'
-            'smtp_port = %d\n'
-            'mail_from = Cloud reservations <reservations@example.org>\n'
+            '[warnings]\n%s'
             '[oslo_messaging_notifications]\n'
             'driver = messagingv2\n'
             'transport_url = %s\n'
-            % (SCAN_INTERVAL, self.sink.host, self.sink.port,
+            % (''.join('%s = %s\n' % item for item in options.items()),
                self.env.transport_url) +
-            self.keystone.admin_section('keystone'))
+            self.keystone.admin_section('keystone') + self.more_config())
         services = services_mod.Services(self.conf)
         self.addCleanup(services.close)
         self.ledger = services.ledger
-        dispatcher = dispatch.Dispatcher.from_conf(self.conf, services)
-        self.addCleanup(dispatcher.close)
+        self.dispatcher = dispatch.Dispatcher.from_conf(self.conf, services)
+        self.addCleanup(self.dispatcher.close)
         # The environment's listener comes back at cleanup
         # (BlazarE2ETestCase._services_up), after this one stopped.
         self.env.lifecycle.stop()
@@ -100,12 +116,18 @@ class WarningsTestCase(base.BlazarE2ETestCase):
         listener.start()
         self.addCleanup(listener.wait)
         self.addCleanup(listener.stop)
-        stopping = threading.Event()
-        warner = threading.Thread(target=dispatcher.run, args=(stopping,),
-                                  name='warnings', daemon=True)
-        warner.start()
-        self.addCleanup(warner.join, 30)
-        self.addCleanup(stopping.set)
+        if self.dispatcher_thread:
+            stopping = threading.Event()
+            warner = threading.Thread(target=self.dispatcher.run,
+                                      args=(stopping,), name='warnings',
+                                      daemon=True)
+            warner.start()
+            self.addCleanup(warner.join, 30)
+            self.addCleanup(stopping.set)
+
+    def more_config(self):
+        """More sections of the test case's configuration."""
+        return ''
 
     def mails(self):
         """The messages the sink received for this test's user."""
@@ -193,3 +215,109 @@ class TestCreditsWarning(WarningsTestCase):
         # word; the parsed header keeps the folding's space.)
         self.assertEqual(message['Subject'].strip(), payload['subject'])
         self.bound_entry(lease['id'])
+
+
+class TestIdleReservation(WarningsTestCase):
+    """Two leases started through Blazar, one instance each, whose
+    reservations are in a real Placement as Blazar's instance plugin
+    writes them (a reservation provider under a compute node, with an
+    inventory of the reservation's class; the environment's Blazar runs
+    the test double of that plugin, which writes nothing there): the
+    quiet one never launched its instance, the busy one did. The test
+    runs the dispatcher's passes."""
+
+    warnings_options = {'idle_after': IDLE_AFTER,
+                        'end_idle_after': END_IDLE_AFTER}
+    dispatcher_thread = False
+
+    def more_config(self):
+        server = self.useFixture(placement_fixtures.PlacementServer())
+        self.placement = placement_client.PlacementClient.from_endpoint(
+            server.endpoint, server.headers)
+        # The operator's Blazar client, which ends idle leases.
+        return ('[placement]\nauth_type = admin_token\nendpoint = %s\n'
+                'token = admin\n' % server.endpoint +
+                self.keystone.admin_section('blazar') +
+                'endpoint_override = %s\n' % self.env.blazar.endpoint)
+
+    def reserve(self, lease):
+        """Write the inventory of ``lease``'s reservation in Placement;
+        return its host."""
+        [reservation] = lease['reservations']
+        host = 'cn-%s' % uuid.uuid4().hex[:12]
+        node = self.placement.post('/resource_providers',
+                                   json={'name': host}).json()
+        provider = self.placement.post('/resource_providers', json={
+            'name': rsv.provider_name(host),
+            'parent_provider_uuid': node['uuid']}).json()
+        name = rsv.reservation_class(reservation['id'])
+        self.placement.put('/resource_classes/%s' % name)
+        self.placement.put(
+            '/resource_providers/%s/inventories' % provider['uuid'],
+            json={'resource_provider_generation': provider['generation'],
+                  'inventories': {name: rsv.reservation_inventory(
+                      reservation['amount'])}})
+        return host, provider['uuid'], name
+
+    def launch(self, provider, resource_class):
+        """An instance of the project on the reservation's provider."""
+        self.placement.put('/allocations/%s' % uuid.uuid4(), json={
+            'allocations': {provider: {'resources': {resource_class: 1}}},
+            'project_id': self.project, 'user_id': self.user.id,
+            'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+
+    def report_idle(self):
+        result = command_server.run(
+            [arg for path in self.conf.config_file
+             for arg in ('--config-file', path)] +
+            ['report', 'idle', '-f', 'json'], timeout=120)
+        self.assertEqual(0, result.returncode, result.stderr)
+        return json.loads(result.stdout)
+
+    def test_an_idle_lease_is_listed_ended_and_refunded_a_busy_one_kept(
+            self):
+        allocation = self.give_credits(100)
+        quiet = self.create_lease(start='now', hours=2)
+        busy = self.create_lease(start='now', hours=2)
+        for lease in (quiet, busy):
+            base.wait_for('lease %s started' % lease['id'], lambda: (
+                self.client.lease.get(lease['id'])['status'] == 'ACTIVE'))
+        quiet_host, _, _ = self.reserve(quiet)
+        self.launch(*self.reserve(busy)[1:])
+
+        self.dispatcher.run_once()
+        time.sleep(IDLE_AFTER)
+        self.dispatcher.run_once()
+        [listed] = self.report_idle()
+        self.assertEqual((quiet['id'], quiet['name'], quiet_host),
+                         (listed['Lease'], listed['Name'], listed['Hosts']))
+        time.sleep(END_IDLE_AFTER - IDLE_AFTER)
+        # Blazar ends a lease "now" at the current minute: in the minute
+        # it started, the lease would be zero long, which our service
+        # refuses (and the dispatcher tries again at its next pass).
+        started = datetime.datetime.fromisoformat(quiet['start_date'])
+        wait = (started + datetime.timedelta(minutes=1) -
+                datetime.datetime.utcnow()).total_seconds()
+        time.sleep(max(0, wait) + 0.5)
+        self.dispatcher.run_once()
+
+        base.wait_for('the end of lease %s' % quiet['id'], lambda: (
+            self.client.lease.get(quiet['id'])['status'] == 'TERMINATED'))
+        ended = base.wait_for('the ledger entry of %s closed' % quiet['id'],
+                              lambda: self.entry(lease_id=quiet['id'])
+                              .state not in (models.PENDING, models.ACTIVE)
+                              and self.entry(lease_id=quiet['id']))
+        kept = self.entry(lease_id=busy['id'])
+        # The quiet lease ran no more than a minute of its 2 hours.
+        self.assertLess(self.credits(ended), 0.1)
+        self.assertEqual((models.ACTIVE, 6), (kept.state,
+                                              self.credits(kept)))
+        self.assertEqual('ACTIVE', self.client.lease.get(busy['id'])[
+            'status'])
+        self.dispatcher.run_once()
+        self.assertEqual(
+            [model.IDLE, model.IDLE_ENDED],
+            sorted(key.split(':')[0] for key in keys(self.mails())))
+        self.assertTrue(all(
+            quiet['name'] in m['Subject'] for m in self.mails()))
+        self.assertLess(self.spent(allocation), 6.1)
