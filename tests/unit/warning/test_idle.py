@@ -16,6 +16,7 @@ import datetime
 import uuid
 
 import sqlalchemy as sa
+import testtools
 
 from placement_quota.ledger import models
 from placement_quota.ledger import store
@@ -390,3 +391,18 @@ class TestBlazarClient(base.WarningCase):
     def test_ending_idle_leases_without_a_blazar_is_a_clear_error(self):
         error = self.assertRaises(ValueError, idle.blazar_client, self.conf)
         self.assertIn('[blazar]', str(error))
+
+
+class TestBlazarEnd(testtools.TestCase):
+
+    def test_a_lease_past_its_first_minute_is_ended_now(self):
+        self.assertEqual(
+            ('now', datetime.datetime(2026, 11, 28, 12, 7)),
+            idle.blazar_end(datetime.datetime(2026, 11, 28, 12, 7, 30),
+                            datetime.datetime(2026, 11, 28, 12, 0)))
+
+    def test_a_lease_in_its_first_minute_ends_at_the_next_one(self):
+        self.assertEqual(
+            ('2026-11-28 12:01', datetime.datetime(2026, 11, 28, 12, 1)),
+            idle.blazar_end(datetime.datetime(2026, 11, 28, 12, 0, 30),
+                            datetime.datetime(2026, 11, 28, 12, 0)))
