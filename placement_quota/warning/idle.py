@@ -507,6 +507,27 @@ class IdleFinder:
         return True
 
 
+def obsolete(ledger, notice):
+    """Why an IDLE warning recorded earlier is no longer true when it is
+    about to be sent (None: it is): its lease ended, or a scan since found
+    it busy (``idle_watch`` no longer holds that period of idleness)."""
+    row = notice.facts.get('lease_row')
+    if notice.kind != model.IDLE or row is None:
+        return None
+    t = models.idle_watch
+    with ledger.reader() as reader:
+        entry = reader.entry(row)
+        since = reader.connection.execute(
+            sa.select(t.c.idle_since).where(t.c.lease_row == row)).scalar()
+    if entry is None:
+        return 'its ledger entry is gone'
+    if entry.state not in (models.PENDING, models.ACTIVE):
+        return 'the lease is %s' % entry.state
+    if since is None or model.iso(since) != notice.facts.get('idle_since'):
+        return 'the lease is no longer idle'
+    return None
+
+
 def blazar_client(conf):
     """The python-blazarclient ``Client`` of ``[blazar]`` that ends idle
     leases. Raises ValueError when ``[blazar]`` configures no Blazar."""

@@ -406,3 +406,32 @@ class TestBlazarEnd(testtools.TestCase):
             ('2026-11-28 12:01', datetime.datetime(2026, 11, 28, 12, 1)),
             idle.blazar_end(datetime.datetime(2026, 11, 28, 12, 0, 30),
                             datetime.datetime(2026, 11, 28, 12, 0)))
+
+
+class TestObsolete(IdleCase):
+
+    def warning(self):
+        self.host_name = self.host()
+        row, self.rid = self.instance_lease({self.host_name: 1},
+                                            start=self.now - DAY)
+        [notice] = self.finder.notices(self.finder.find(self.now), self.now)
+        return row, notice
+
+    def test_a_warning_of_a_lease_still_idle_is_true(self):
+        _, notice = self.warning()
+        self.assertIsNone(idle.obsolete(self.ledger, notice))
+
+    def test_a_warning_of_a_lease_found_busy_since_is_obsolete(self):
+        _, notice = self.warning()
+        self.launch(self.host_name, self.rid)
+        self.now += MINUTE
+        self.finder.find(self.now)
+        self.assertEqual('the lease is no longer idle',
+                         idle.obsolete(self.ledger, notice))
+
+    def test_a_warning_of_an_ended_lease_is_obsolete(self):
+        row, notice = self.warning()
+        with self.ledger.transaction(['p1'], now=self.now) as txn:
+            txn.update(row, state=models.TERMINATED)
+        self.assertEqual('the lease is terminated',
+                         idle.obsolete(self.ledger, notice))
