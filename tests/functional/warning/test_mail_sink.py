@@ -54,6 +54,12 @@ class TestSink(SinkTestCase):
         self.assertEqual('Lease ending', received['Subject'])
         self.assertEqual('Line one\nline two\n', received.get_content())
 
+    def test_count_is_the_number_of_messages_received(self):
+        client = self.client()
+        client.send_message(message('a'))
+        client.send_message(message())
+        self.assertEqual(2, self.sink.count)
+
     def test_the_envelope_is_kept(self):
         self.client().send_message(message(), to_addrs=['a@example.org',
                                                         'b@example.org'])
