@@ -44,7 +44,7 @@ class TestPreview(WarningsCLITestCase):
         [found] = json.loads(result.stdout)
         self.assertEqual(('credits', 'p1', 'credits:1:90'),
                          (found['Kind'], found['Project'], found['Key']))
-        self.assertIn('90', found['Subject'])
+        self.assertIn('used 95% of its credits', found['Subject'])
 
     def test_preview_records_nothing(self):
         self.run_cli('warnings', 'preview')

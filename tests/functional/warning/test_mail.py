@@ -185,6 +185,30 @@ class TestRefusals(MailTestCase):
         self.assertRaises(channels.SendError, self.send)
         self.assertEqual([], self.sink.keys())
 
+    def test_every_recipient_refused_with_550_is_a_permanent_send_error(self):
+        self.sink.refuse('alice@example.org', 550)
+        self.sink.refuse('bob@example.org', 550)
+        error = self.assertRaises(channels.SendError, self.send,
+                                  self.channel(ALICE, BOB))
+        self.assertTrue(error.permanent)
+        self.assertIn('refused every recipient: alice@example.org (550',
+                      str(error))
+
+    def test_a_recipient_refused_with_450_is_a_transient_send_error(self):
+        self.sink.refuse('alice@example.org', 550)
+        self.sink.refuse('bob@example.org', 450)
+        error = self.assertRaises(channels.SendError, self.send,
+                                  self.channel(ALICE, BOB))
+        self.assertFalse(error.permanent)
+
+    def test_one_recipient_refused_the_others_get_it_and_it_is_said(self):
+        self.sink.refuse('bob@example.org', 550)
+        self.assertEqual('mailed to alice@example.org; refused '
+                         'bob@example.org (550 Mailbox unavailable)',
+                         self.send(self.channel(ALICE, BOB)))
+        self.assertEqual([('reservations@example.org',
+                           ['alice@example.org'])], self.sink.envelopes)
+
     def test_no_server_listening_is_a_transient_send_error(self):
         channel = self.channel(smtp_port=processes.free_port('127.0.0.1'))
         error = self.assertRaises(channels.SendError, self.send, channel)

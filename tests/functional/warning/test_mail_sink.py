@@ -54,6 +54,12 @@ class TestSink(SinkTestCase):
         self.assertEqual('Lease ending', received['Subject'])
         self.assertEqual('Line one\nline two\n', received.get_content())
 
+    def test_count_is_the_number_of_messages_received(self):
+        client = self.client()
+        client.send_message(message('a'))
+        client.send_message(message())
+        self.assertEqual(2, self.sink.count)
+
     def test_the_envelope_is_kept(self):
         self.client().send_message(message(), to_addrs=['a@example.org',
                                                         'b@example.org'])
@@ -91,6 +97,15 @@ class TestSink(SinkTestCase):
             self.assertEqual(452, error.smtp_code)
         client.send_message(message('b'))
         self.assertEqual(['b'], self.sink.keys())
+
+    def test_a_refused_recipient_is_refused_the_others_get_it(self):
+        self.sink.refuse('b@example.org', 550)
+        refused = self.client().send_message(
+            message(), to_addrs=['a@example.org', 'b@example.org'])
+        self.assertEqual({'b@example.org': (550, b'Mailbox unavailable')},
+                         refused)
+        self.assertEqual([('reservations@example.org', ['a@example.org'])],
+                         self.sink.envelopes)
 
     def test_fail_next_refuses_a_code_that_is_no_error(self):
         self.assertRaises(ValueError, self.sink.fail_next, 1, 250)

@@ -190,6 +190,7 @@ class TestLeaseWarnings(DispatchCase):
         [(facts, text)] = rendered
         self.assertEqual((['lease-l1'], latest),
                          (seen, facts['latest_end_date']))
+        self.assertIn('2026-11-29 12:00', text)
 
     def test_a_failing_extension_query_still_sends_the_warning(self):
         self.lease(self.now - DAY, self.now + HOUR / 2, name='l1')

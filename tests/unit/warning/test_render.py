@@ -219,6 +219,14 @@ class TestLeaseEnd(RenderTestCase):
         self.assertIn('It cannot be extended now (MaxLeaseDurationFilter',
                       self.text(notice))
 
+    def test_an_extension_no_filter_bounds_names_none(self):
+        notice = with_facts(model.LEASE_END, bound_by=None,
+                            extension_message=None)
+        text = self.text(notice)
+        self.assertIn('You can extend it now up to 2026-12-01 09:30 UTC:',
+                      text)
+        self.assertNotIn('refused', text)
+
     def test_says_that_instances_are_deleted_at_the_end(self):
         self.assertIn('instances running on them are deleted',
                       self.text(SAMPLES[model.LEASE_END]))
