@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Two ``placement-quota warn`` processes on one ledger, one of them
-killed (SIGKILL) and started again: each warning is mailed once and
-published once.
+killed (SIGKILL) between two charges and started again, or killed while
+it held a warning in its send: each warning is mailed once and published
+once. On SQLite; the restart on PostgreSQL too.
 
 Everything is real: the processes, the ledger database they share, the
 SMTP server receiving the mails (:class:`~tests.fixtures.smtp.SmtpSink`),
@@ -100,9 +101,11 @@ class WarnProcess:
         processes.stop(self.process)
 
 
-class TwoWarnProcesses:
-    """Written for any ledger database (:class:`~tests.functional.ledger.
-    databases.DatabaseTestCase`); run on SQLite below."""
+class WarnProcesses:
+    """``warn`` processes on a ledger database of the mixed-in backend
+    (:class:`~tests.functional.ledger.databases.DatabaseTestCase`), a
+    project with an allocation of :data:`ALLOCATION` credits and a member
+    with an e-mail address, an SMTP sink and a vhost."""
 
     def setUp(self):
         super().setUp()
@@ -216,6 +219,9 @@ class TwoWarnProcesses:
         self.assertEqual({models.WARNING_SENT},
                          {w.state for w in self.warnings()})
 
+
+class Restarted(WarnProcesses):
+
     def test_two_processes_and_a_restart_send_each_warning_once(self):
         first, second = self.start(), self.start()
         first.wait_running()
@@ -229,6 +235,9 @@ class TwoWarnProcesses:
         self.wait_sent(self.key(100))
 
         self.assertEachOnce(self.key(90), self.key(100))
+
+
+class KilledWhileSending(WarnProcesses):
 
     def test_warning_held_by_a_killed_process_is_sent_once_by_the_other(
             self):
@@ -252,6 +261,17 @@ class TwoWarnProcesses:
         self.assertEachOnce(self.key(90))
 
 
-class TestTwoWarnProcessesOnSQLite(databases.OnSQLite, TwoWarnProcesses,
-                                   databases.DatabaseTestCase):
+class TestRestartedOnSQLite(databases.OnSQLite, Restarted,
+                            databases.DatabaseTestCase):
+    pass
+
+
+class TestRestartedOnPostgreSQL(databases.OnPostgreSQL, Restarted,
+                                databases.DatabaseTestCase):
+    """The database of most deployments: its own sums, inserts ignoring
+    duplicates and conditional updates."""
+
+
+class TestKilledWhileSendingOnSQLite(databases.OnSQLite, KilledWhileSending,
+                                     databases.DatabaseTestCase):
     pass
