@@ -10,7 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """Warnings to a user of stock Blazar: the mail they get before their
-lease ends, and before their project's credits run out.
+lease ends, before their project's credits run out, and when their lease
+sits idle (and is ended for it).
 
 The user creates leases with python-blazarclient against the real Blazar
 API (see :mod:`tests.functional.blazar_e2e.base`); their e-mail address
@@ -20,7 +21,9 @@ Blazar's ``lease.event.before_end_lease`` into a warning, beside the
 dispatcher (:class:`~placement_quota.warning.dispatch.Dispatcher`), which
 scans the ledger every second and sends what is due by e-mail, to a real
 SMTP server in the test (:class:`~tests.fixtures.smtp.SmtpSink`), and as
-an oslo.messaging notification on the environment's broker.
+an oslo.messaging notification on the environment's broker; idle
+reservations are looked for in a real Placement, and ended through
+Blazar's API.
 """
 
 import datetime
@@ -47,9 +50,9 @@ from tests.functional.blazar_e2e import base
 SCAN_INTERVAL = 1
 #: Passes a test lets run after a warning came, before it counts them.
 EXTRA_PASSES = 3
-#: Seconds a test waits for Blazar's before_end_lease: the next minute
-#: turn (Blazar takes dates to the minute) and an event run.
-BEFORE_END_WAIT = 90
+#: Seconds a test waits for a mail: Blazar's before_end_lease comes at
+#: the next minute turn (Blazar takes dates to the minute).
+MAIL_WAIT = 90
 CREDITS_EVENT = model.EVENT_TYPE_PREFIX + model.CREDITS
 #: [warnings] idle_after and end_idle_after of the idle reservation tests.
 IDLE_AFTER = 1
@@ -138,12 +141,12 @@ class WarningsTestCase(base.BlazarE2ETestCase):
         """Wait for the mail of warning ``key``; let the dispatcher run
         :data:`EXTRA_PASSES` more passes; return the one mail this user
         got (fails when there is another)."""
-        deadline = time.monotonic() + BEFORE_END_WAIT
+        deadline = time.monotonic() + MAIL_WAIT
         while key not in keys(self.mails()):
             if time.monotonic() > deadline:
                 self.fail('No mail of warning %s for %s in %ds; the sink '
                           'received %s' % (key, self.address,
-                                           BEFORE_END_WAIT,
+                                           MAIL_WAIT,
                                            keys(self.sink.messages)))
             time.sleep(0.2)
         time.sleep(EXTRA_PASSES * SCAN_INTERVAL)
