@@ -49,7 +49,7 @@ from tests.functional.blazar_e2e import base
 #: Seconds between two passes of the dispatcher.
 SCAN_INTERVAL = 1
 #: Passes a test lets run after a warning came, before it counts them.
-EXTRA_PASSES = 3
+EXTRA_PASSES = 2
 #: Seconds a test waits for a mail: Blazar's before_end_lease comes at
 #: the next minute turn (Blazar takes dates to the minute).
 MAIL_WAIT = 90

@@ -55,7 +55,7 @@ READY = 'placement-quota sending warnings every'
 #: Seconds the test waits for something the processes do.
 WAIT = 30
 #: Passes the processes run after the last warning, before counting.
-EXTRA_PASSES = 3
+EXTRA_PASSES = 2
 CREDITS_EVENT = model.EVENT_TYPE_PREFIX + model.CREDITS
 ALLOCATION = 10.0
 
