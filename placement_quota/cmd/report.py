@@ -9,7 +9,9 @@
 # WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
 # License for the specific language governing permissions and limitations
 # under the License.
-"""``placement-quota report``: usage over a period (ledger/report.py)."""
+"""``placement-quota report``: usage over a period (ledger/report.py);
+``placement-quota report idle``: the reservations left idle
+(warning/idle.py)."""
 
 from cliff import lister
 
@@ -19,9 +21,12 @@ from placement_quota.cmd import common
 from placement_quota.cmd import ledger as ledger_cmd
 from placement_quota.cmd import main
 from placement_quota.cmd import tree as tree_cmd
+from placement_quota.conf import warnings as warnings_conf
 from placement_quota.ledger import report
 from placement_quota.limits import sources
 from placement_quota import services
+from placement_quota.warning import idle
+from placement_quota.warning import model
 
 
 #: The columns of the table without --long (or -c): what fits a terminal.
@@ -185,3 +190,55 @@ def _source_limits(conf):
             return sources.limits_now(services.limits_source(conf),
                                       project_ids, report.LIMITS.values())
     return read
+
+
+class ReportIdle(common.Guarded, lister.Lister):
+    """Started leases whose reserved providers carry no allocation.
+
+    Their instances were never launched, or were deleted: the ledger's
+    started leases, checked against Placement (the providers with an
+    inventory of an instance reservation's class, the compute nodes of a
+    host reservation). Placement keeps no history, so idle since is the
+    first time this command, placement-quota warn or listen saw the lease
+    idle; each run records what it sees in the ledger.
+    """
+
+    auth_required = False
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument(
+            '--idle-for', metavar='DURATION',
+            help='Only the leases idle at least this long: seconds, or a '
+                 'number followed by s, m, h, d or w (default: [warnings] '
+                 'idle_after; 0 lists every lease idle now).')
+        parser.add_argument('--project', metavar='PROJECT',
+                            help='Only the leases of this project.')
+        return common.add_backend_arguments(parser)
+
+    def take_action(self, parsed_args):
+        conf = main.config(self)
+        idle_for = None
+        if parsed_args.idle_for is not None:
+            try:
+                idle_for = warnings_conf.seconds(parsed_args.idle_for)
+            except ValueError as exc:
+                main.fail('--idle-for: %s' % exc)
+        if parsed_args.project is not None and \
+                not parsed_args.project.strip():
+            main.fail('--project must not be empty')
+        ledger = ledger_cmd.open_ledger(conf)
+        try:
+            finder = idle.IdleFinder(conf, ledger,
+                                     common.services(self).placement)
+            found = finder.find(ledger.clock(), idle_after=idle_for)
+        finally:
+            ledger.dispose()
+        columns = ('Project', 'Lease', 'Name', 'Hosts', 'Idle since',
+                   'Credits at stake')
+        return columns, [
+            (lease.project_id, lease.lease_id, lease.name,
+             ', '.join(lease.hosts), model.iso(lease.idle_since),
+             lease.credits_at_stake)
+            for lease in found
+            if parsed_args.project in (None, lease.project_id)]

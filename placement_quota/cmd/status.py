@@ -42,6 +42,10 @@ Keystone limits
     ``GET /v3/limits/model`` with a model placement-quota implements.
 Blazar API
     With ``[blazar]``: Blazar answers ``GET /leases`` to our credentials.
+Warnings
+    ``[warnings]`` can work: e-mail has its ``smtp_host`` and
+    ``mail_from``, ``end_idle_after`` is not shorter than ``idle_after``
+    (failure otherwise); which channels send.
 """
 
 import os
@@ -55,6 +59,7 @@ import sqlalchemy
 from placement_quota import conf as pq_conf
 from placement_quota.conf import ledger as ledger_conf
 from placement_quota.conf import placement as placement_conf
+from placement_quota.conf import warnings as warnings_conf
 from placement_quota.filters import chain
 from placement_quota.identity import limits as identity_limits
 from placement_quota.identity import projects
@@ -239,12 +244,25 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(Code.SUCCESS, 'Blazar at %s answered with %d leases.'
                                     % (reader.description, len(leases)))
 
+    def _check_warnings(self):
+        group = self.conf.warnings
+        problems = warnings_conf.problems(group)
+        if problems:
+            return Result(Code.FAILURE, ' '.join(
+                p[0].upper() + p[1:] + '.' for p in problems))
+        if not group.channels:
+            return Result(Code.SUCCESS, 'No [warnings] channels: warnings '
+                                        'are recorded, not sent.')
+        return Result(Code.SUCCESS, 'Warnings are sent by %s.'
+                                    % ' and '.join(group.channels))
+
     _upgrade_checks = (
         ('Ledger schema', _check_ledger),
         ('Ledger on Galera', _check_galera),
         ('Placement API', _check_placement),
         ('Keystone limits', _check_keystone_limits),
         ('Blazar API', _check_blazar),
+        ('Warnings', _check_warnings),
     )
 
 

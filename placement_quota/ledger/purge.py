@@ -34,8 +34,9 @@ entry) is left alone.
 On a Galera cluster a transaction's write set is bounded
 (``wsrep_max_ws_rows``; a larger one is refused), so there a batch stops before
 the rows it writes could pass that bound: each entry counts its own row,
-its charges, and two more (its project's lock row and the charge that
-keeps the sum) -- never fewer rows than it writes (:func:`_within`).
+its charges, and three more (its project's lock row, the charge that
+keeps the sum, the row of ``idle_watch`` it may have) -- never fewer rows
+than it writes (:func:`_within`).
 """
 
 import collections
@@ -146,7 +147,9 @@ def _within(connection, found, max_rows):
         .group_by(c.c.lease_row)).all())
     kept, rows = [], 0
     for row in found:
-        rows += 3 + charges.get(row.id, 0)
+        # Its row, its charges, its project's lock row, the charge that
+        # keeps the sum, and its idle_watch row if any.
+        rows += 4 + charges.get(row.id, 0)
         if kept and rows > max_rows:
             break
         kept.append(row)
@@ -180,5 +183,7 @@ def _purge_batch(txn, ids, before, states):
                 allocation_id=allocation_id, amount=int(amount),
                 kind=CHARGE_PURGED, at=txn.now))
     connection.execute(c.delete().where(c.c.lease_row.in_(ids)))
+    connection.execute(models.idle_watch.delete().where(
+        models.idle_watch.c.lease_row.in_(ids)))
     connection.execute(t.delete().where(t.c.id.in_(ids)))
     return collections.Counter(r.state for r in rows)

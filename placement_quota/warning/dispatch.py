@@ -190,8 +190,9 @@ class Dispatcher:
             record.finished(self.ledger, recorded.id, now,
                             state=models.WARNING_OBSOLETE, error=why)
             return self._outcome(notice, 'obsolete')
+        notice = self._enriched(notice)
         try:
-            rendered = self.renderer.render(self._enriched(notice))
+            rendered = self.renderer.render(notice)
         except Exception as exc:
             LOG.exception('Warning %s cannot be rendered', notice.key)
             return self._failed(recorded, 'cannot be rendered: %s' % exc,

@@ -39,12 +39,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
+from placement_quota.ledger import errors
 from placement_quota.ledger import models
 from placement_quota.warning import model
 
 LOG = logging.getLogger(__name__)
 
 T = models.warnings
+#: Times :func:`record` is tried when it conflicts with another process.
+CONFLICT_ATTEMPTS = 3
 
 
 @dataclasses.dataclass
@@ -142,11 +145,20 @@ def record(ledger, notices, now):
     notices = list({n.key: n for n in notices}.values())
     if not notices:
         return 0
-    with ledger.transaction(now=now) as txn:
-        result = txn.connection.execute(
-            _insert_ignoring_duplicates(ledger.dialect),
-            [_values(n, now) for n in notices])
-        inserted = result.rowcount
+    rows = [_values(n, now) for n in notices]
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            with ledger.transaction(now=now) as txn:
+                inserted = txn.connection.execute(
+                    _insert_ignoring_duplicates(ledger.dialect),
+                    rows).rowcount
+            break
+        except errors.LedgerConflict:
+            # Another process recorded some of them at the same moment
+            # on another Galera node: once theirs is committed, ours
+            # ignores them.
+            if attempt + 1 == CONFLICT_ATTEMPTS:
+                raise
     if inserted is None or inserted < 0:
         inserted = len(notices)   # the driver cannot tell
     return inserted
@@ -168,14 +180,20 @@ def claim(ledger, now, claim_timeout, limit=100, ids=None):
         candidates = [row.id for row in reader.connection.execute(query)]
     held = []
     for row_id in candidates:
-        with ledger.transaction(now=now) as txn:
-            won = txn.connection.execute(
-                T.update().where(T.c.id == row_id, free)
-                .values(claimed_until=until)).rowcount == 1
-            if won:
-                row = txn.connection.execute(
-                    sa.select(T).where(T.c.id == row_id)).one()
-                held.append(RecordedWarning.from_row(row))
+        try:
+            with ledger.transaction(now=now) as txn:
+                won = txn.connection.execute(
+                    T.update().where(T.c.id == row_id, free)
+                    .values(claimed_until=until)).rowcount == 1
+                if won:
+                    row = txn.connection.execute(
+                        sa.select(T).where(T.c.id == row_id)).one()
+        except errors.LedgerConflict:
+            # Another process claimed it at the same moment (a Galera
+            # cluster refuses the second commit): theirs.
+            continue
+        if won:
+            held.append(RecordedWarning.from_row(row))
     return held
 
 

@@ -212,3 +212,19 @@ class TestPlainInstall(PlainInstallTestCase):
         self.assertIn('placement-quota[charts]', result.stderr)
         for word in BROKEN:
             self.assertNotIn(word, result.stderr)
+
+    def test_the_warning_templates_are_installed(self):
+        result = self.run_venv([
+            os.path.join(self.venv.bin, 'python'), '-c',
+            'from oslo_config import cfg\n'
+            'from placement_quota.conf import warnings\n'
+            'from placement_quota.warning import model, render\n'
+            'conf = cfg.ConfigOpts()\n'
+            'warnings.register_opts(conf)\n'
+            'conf([])\n'
+            'print(render.Renderer(conf).render(model.Notice(\n'
+            '    model.CREDITS, "credits:1:90", "project-a",\n'
+            '    facts={"used_pct": 91.0})).subject)\n'])
+        self.assertEqual(0, result.returncode, result.stderr)
+        self.assertEqual('Project project-a has used 91% of its credits',
+                         result.stdout.strip())

@@ -133,6 +133,20 @@ class TestUpgradeCheck(UpgradeCheckTestCase):
         self.assertResult(output, 'Blazar API', 'Failure',
                           'Cannot reach Blazar')
 
+    def test_email_warnings_without_an_smtp_host_fail(self):
+        self.sync()
+        self.sections['warnings'] = 'channels = email\nmail_from = a@b.c\n'
+        code, output = self.check()
+        self.assertEqual(2, code, output)
+        self.assertResult(output, 'Warnings', 'Failure',
+                          'channels has "email" but smtp_host is not set')
+
+    def test_warnings_without_channels_are_recorded_only(self):
+        self.sync()
+        code, output = self.check()
+        self.assertResult(output, 'Warnings', 'Success',
+                          'warnings are recorded, not sent')
+
     def test_console_script_runs_the_checks(self):
         script = os.path.join(os.path.dirname(sys.executable),
                               'placement-quota-status')
