@@ -34,7 +34,10 @@ by the shape of the payload (ledger/keys.py), and bound to the ID. Then:
 ==============================  =========================================
 
 Every event also refreshes the entry's name (a rename reaches the ledger
-with the next notification; Blazar notifies none for the rename itself).
+with the next notification; Blazar notifies none for the rename itself),
+and gives the reservations of the lease the entry holds the IDs Blazar
+gave them (check-create is sent before they exist): an instance
+reservation's Placement class is named after its ID.
 
 Delivery is at least once, in any order: every step is idempotent
 (ledger/entry_states.py), a closed entry stays closed, and dates from a
@@ -178,8 +181,40 @@ def _refresh(txn, entry, notified):
     if entry.provisional_key != notified.fingerprint:
         values.update(provisional_key=notified.fingerprint,
                       shape_key=notified.shape)
+    lease = with_reservation_ids(entry.lease,
+                                 notified.payload.get('reservations'))
+    if lease is not None:
+        values['lease'] = lease
     if values:
         txn.update(entry.id, **values)
+
+
+def with_reservation_ids(lease, reservations):
+    """``lease`` (an entry's) with the IDs of Blazar's ``reservations``
+    given to its reservations that have none, where that is unambiguous:
+    one reservation without an ID of a type, and one ID of that type not
+    in ``lease`` yet. None when nothing changes."""
+    if not isinstance(lease, dict) or not isinstance(
+            lease.get('reservations'), list):
+        return None
+    mine = lease['reservations']
+    known = {r.get('id') for r in mine if isinstance(r, dict)}
+    new_ids, without = {}, {}
+    for r in reservations or ():
+        rid = r.get('id')
+        if isinstance(rid, str) and rid and rid not in known:
+            new_ids.setdefault(r.get('resource_type'), []).append(rid)
+    for index, r in enumerate(mine):
+        if isinstance(r, dict) and not r.get('id'):
+            without.setdefault(r.get('resource_type'), []).append(index)
+    changed = list(mine)
+    for rtype, indexes in without.items():
+        ids = new_ids.get(rtype) or []
+        if len(indexes) == 1 and len(ids) == 1:
+            changed[indexes[0]] = dict(mine[indexes[0]], id=ids[0])
+    if changed == mine:
+        return None
+    return dict(lease, reservations=changed)
 
 
 def _newer(entry, notified):

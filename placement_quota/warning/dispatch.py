@@ -41,6 +41,7 @@ from placement_quota.lease import model as lease_model
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
 from placement_quota import metrics
+from placement_quota.placement import client as placement_client
 from placement_quota.selfservice import service as self_service
 from placement_quota.warning import channels as channels_mod
 from placement_quota.warning import idle as idle_mod
@@ -134,7 +135,12 @@ class Dispatcher:
         their warnings added."""
         found = scan.scan(self.ledger, self.conf, now)
         if self.idle_finder is not None:
-            idle = self.idle_finder.find(now)
+            try:
+                # A preview (end_idle False) records no observation.
+                idle = self.idle_finder.find(now, record=end_idle)
+            except placement_client.PlacementError as exc:
+                LOG.warning('Idle reservations not looked for: %s', exc)
+                return found
             found += self.idle_finder.notices(idle, now)
             if end_idle and self.blazar is not None:
                 found += self.idle_finder.end_idle(idle, now, self.blazar)
@@ -243,6 +249,8 @@ class Dispatcher:
 
     def _obsolete(self, notice):
         """Why a lease's warning is no longer true (None: it is)."""
+        if notice.kind == model.IDLE:
+            return idle_mod.obsolete(self.ledger, notice)
         if notice.kind not in LEASE_KINDS or \
                 notice.facts.get('lease_row') is None:
             return None

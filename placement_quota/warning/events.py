@@ -16,11 +16,28 @@ Blazar 18 publishes that notification at a lease's ``before_end_date``
 hands it here when ``[warnings] enabled`` is true. The warning is keyed
 by the lease and its end: delivered again (at least once), it is not
 recorded twice; an extended lease's next event is a new warning.
+
+Blazar gives every lease such an event (``[manager]
+minutes_before_end_lease``, 60 by default, when the lease sets no
+``before_end_date``), so it is no warning of its own when:
+
+* the lease ends in less than :data:`MIN_NOTICE` seconds: nobody can act
+  on it (Blazar moves the event of a lease ended early, e.g. an idle one,
+  to just before its end);
+* a warning of the lead times (``[warnings] lease_end_lead_times``) was
+  already recorded for the same lease and end: the user knows.
 """
+
+import datetime
+
+from oslo_log import log as logging
 
 from placement_quota.lifecycle import events as lifecycle_events
 from placement_quota.warning import model
 from placement_quota.warning import record
+from placement_quota.warning import scan
+
+LOG = logging.getLogger(__name__)
 
 
 def before_end_notice(payload, entry=None):
@@ -42,13 +59,30 @@ def before_end_notice(payload, entry=None):
                'end_date': model.iso(end)})
 
 
+#: Seconds: an event for a lease ending sooner than this is no warning.
+MIN_NOTICE = 120
+
+
 def before_end(ledger, payload, now):
-    """Record the warning of one ``before_end_lease`` payload; True when
-    it was new."""
+    """Record the warning of one ``before_end_lease`` payload (unless the
+    module's docstring says it is none); True when it was new."""
     notified = lifecycle_events.Notified(payload)
+    if notified.end_date - now < datetime.timedelta(seconds=MIN_NOTICE):
+        LOG.info('Lease %s ends on %s, too soon for a warning of its '
+                 'before_end_lease event', notified.lease_id,
+                 notified.end_date)
+        return False
     with ledger.reader() as reader:
         entry = reader.find(notified.project_id, notified.lease_id,
                             notified.fingerprint, notified.shape,
                             any_project=True)
+        warned = entry is not None and record.levels(
+            reader, subjects=[scan.lease_end_subject(
+                entry.id, notified.end_date)])
+    if warned:
+        LOG.info('Lease %s was already warned of its end on %s: its '
+                 'before_end_lease event adds nothing', notified.lease_id,
+                 notified.end_date)
+        return False
     notice = before_end_notice(payload, entry)
     return record.record(ledger, [notice], now) > 0

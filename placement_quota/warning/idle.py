@@ -51,10 +51,12 @@ Ending (``[warnings] end_idle_after``): Placement is asked again right
 before (and the project's usage of each reservation class); a lease whose
 providers hold any allocation is never ended. Blazar ends it: its end date
 is set to ``now`` (``PUT /leases/<id>``, which stock Blazar takes as the
-current minute). The lease keeps its record in Blazar, which ends it at its
-next event pass (``lease.event.end_lease``); the ledger refunds the unused
-part through the usual path (check-update moves the entry's end, the end
-notification closes it).
+current minute; in the lease's first minute, the next minute: see
+:func:`blazar_end`), as an update, not a delete: the lease keeps its record
+in Blazar, which ends it at its next event pass (``lease.event.end_lease``,
+``on_end``). The ledger refunds the unused part through the usual path:
+Blazar's check-update moves the entry's end (refunding the rest), the end
+notification closes it.
 """
 
 import concurrent.futures
@@ -80,6 +82,9 @@ from placement_quota.warning import model
 LOG = logging.getLogger(__name__)
 
 HOST = 'physical:host'
+#: Blazar's API date format.
+BLAZAR_DATE_FORMAT = '%Y-%m-%d %H:%M'
+MINUTE = datetime.timedelta(minutes=1)
 #: Reservation types whose instances use a ``CUSTOM_RESERVATION_<ID>``
 #: class.
 CLASS_TYPES = ('virtual:instance', 'flavor:instance')
@@ -456,9 +461,9 @@ class IdleFinder:
                 LOG.warning('Idle ledger entry %d is bound to no Blazar '
                             'lease: it cannot be ended.', row.id)
                 continue
-            if not self._end(blazar, row):
+            if not self._end(blazar, row, now):
                 continue
-            at = _blazar_now(now, row.start_date)
+            _, at = blazar_end(now, row.start_date)
             facts = _facts(due[row.id])
             facts.update(ended_at=model.iso(at),
                          refunded=store.from_micro(_unused(row, at)))
@@ -485,18 +490,42 @@ class IdleFinder:
             usages = used
         return any(usages.get(name) for name in classes)
 
-    def _end(self, blazar, row):
+    def _end(self, blazar, row, now):
+        """Tell Blazar to end the lease now; whether it took it."""
+        end, _ = blazar_end(now, row.start_date)
         try:
             blazar.lease.request_manager.put(
-                '/leases/%s' % row.lease_id, body={'end_date': 'now'})
+                '/leases/%s' % row.lease_id, body={'end_date': end})
         except (blazar_exceptions.BlazarClientException,
                 ks_exceptions.ClientException) as exc:
             LOG.error('Blazar did not end idle lease %s (ledger entry '
                       '%d): %s', row.lease_id, row.id, exc)
             return False
         LOG.warning('Ended idle lease %s (%s) of project %s through '
-                    'Blazar.', row.lease_id, row.name, row.project_id)
+                    'Blazar (end date %s).', row.lease_id, row.name,
+                    row.project_id, end)
         return True
+
+
+def obsolete(ledger, notice):
+    """Why an IDLE warning recorded earlier is no longer true when it is
+    about to be sent (None: it is): its lease ended, or a scan since found
+    it busy (``idle_watch`` no longer holds that period of idleness)."""
+    row = notice.facts.get('lease_row')
+    if notice.kind != model.IDLE or row is None:
+        return None
+    t = models.idle_watch
+    with ledger.reader() as reader:
+        entry = reader.entry(row)
+        since = reader.connection.execute(
+            sa.select(t.c.idle_since).where(t.c.lease_row == row)).scalar()
+    if entry is None:
+        return 'its ledger entry is gone'
+    if entry.state not in (models.PENDING, models.ACTIVE):
+        return 'the lease is %s' % entry.state
+    if since is None or model.iso(since) != notice.facts.get('idle_since'):
+        return 'the lease is no longer idle'
+    return None
 
 
 def blazar_client(conf):
@@ -526,10 +555,17 @@ def _insert_ignore(dialect, table):
     return table.insert().prefix_with('IGNORE')
 
 
-def _blazar_now(now, start):
-    """The end stock Blazar gives a lease told to end ``now``: the
-    current minute (its dates have no seconds), not before the start."""
-    return max(now.replace(second=0, microsecond=0), start)
+def blazar_end(now, start):
+    """``(end_date, ended_at)``: the end date to send stock Blazar to end a
+    lease that started at ``start`` at ``now``, and the end it gives the
+    lease. Blazar's dates have no seconds: ``'now'`` is the current
+    minute; in the lease's first minute that is its start, which Blazar
+    and placement-quota refuse as an end, so the next minute then."""
+    minute = now.replace(second=0, microsecond=0)
+    if minute > start:
+        return 'now', minute
+    at = start.replace(second=0, microsecond=0) + MINUTE
+    return at.strftime(BLAZAR_DATE_FORMAT), at
 
 
 def _unused(row, at):

@@ -108,11 +108,6 @@ class TestReportIdle(test_cli.CLITestCase):
         self.assertEqual(0, result.returncode, result.stderr)
         self.assertEqual([], json.loads(result.stdout))
 
-    def test_a_bad_duration_is_a_clear_error(self):
-        result = self.report('--idle-for', 'soon')
-        self.assertEqual(2, result.returncode, result.stderr)
-        self.assertIn("--idle-for: 'soon' is not a duration", result.stderr)
-
     def test_an_unreachable_placement_exits_two_naming_it(self):
         config = self.write('unreachable.conf', (
             '[placement]\nauth_type = admin_token\nendpoint = '
@@ -123,3 +118,12 @@ class TestReportIdle(test_cli.CLITestCase):
         self.assertIn('Cannot connect to Placement', result.stderr)
         self.assertIn('127.0.0.1:9', result.stderr)
         self.assertNotIn('Traceback', result.stderr)
+
+
+class TestReportIdleInput(test_cli.CLITestCase):
+
+    def test_a_bad_duration_is_a_clear_error(self):
+        result = test_cli.command('report', 'idle', '--idle-for', 'soon',
+                                  config=self.config(''))
+        self.assertEqual(2, result.returncode, result.stderr)
+        self.assertIn("--idle-for: 'soon' is not a duration", result.stderr)

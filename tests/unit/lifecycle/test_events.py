@@ -431,3 +431,35 @@ class TestRacing(EventsTestCase):
             return list(txn.connection.execute(
                 sa.select(t.c.lease_row).where(
                     t.c.kind == models.REFUND_END)))
+
+
+class TestReservationIds(EventsTestCase):
+    """Check-create is sent before Blazar gives the reservations their
+    IDs: the first notification gives them to the entry's lease."""
+
+    def test_create_gives_the_entrys_reservation_its_id(self):
+        body = self.checked()
+        self.notify(events.CREATE, body, L1)
+        self.assertEqual(['r0-%s' % L1], [
+            r.get('id') for r in self.entry().lease['reservations']])
+
+    def test_an_id_the_entry_holds_is_kept(self):
+        self.assertIsNone(events.with_reservation_ids(
+            {'reservations': [{'resource_type': 't', 'id': 'mine'}]},
+            [{'resource_type': 't', 'id': 'other'}]))
+
+    def test_two_reservations_of_one_type_without_ids_are_left_alone(self):
+        self.assertIsNone(events.with_reservation_ids(
+            {'reservations': [{'resource_type': 't'},
+                              {'resource_type': 't'}]},
+            [{'resource_type': 't', 'id': 'a'},
+             {'resource_type': 't', 'id': 'b'}]))
+
+    def test_each_type_gets_the_id_of_its_own_reservation(self):
+        found = events.with_reservation_ids(
+            {'reservations': [{'resource_type': 'physical:host'},
+                              {'resource_type': 'virtual:instance'}]},
+            [{'resource_type': 'virtual:instance', 'id': 'i'},
+             {'resource_type': 'physical:host', 'id': 'h'}])
+        self.assertEqual(['h', 'i'],
+                         [r['id'] for r in found['reservations']])

@@ -16,6 +16,7 @@ import datetime
 import uuid
 
 import sqlalchemy as sa
+import testtools
 
 from placement_quota.ledger import models
 from placement_quota.ledger import store
@@ -390,3 +391,47 @@ class TestBlazarClient(base.WarningCase):
     def test_ending_idle_leases_without_a_blazar_is_a_clear_error(self):
         error = self.assertRaises(ValueError, idle.blazar_client, self.conf)
         self.assertIn('[blazar]', str(error))
+
+
+class TestBlazarEnd(testtools.TestCase):
+
+    def test_a_lease_past_its_first_minute_is_ended_now(self):
+        self.assertEqual(
+            ('now', datetime.datetime(2026, 11, 28, 12, 7)),
+            idle.blazar_end(datetime.datetime(2026, 11, 28, 12, 7, 30),
+                            datetime.datetime(2026, 11, 28, 12, 0)))
+
+    def test_a_lease_in_its_first_minute_ends_at_the_next_one(self):
+        self.assertEqual(
+            ('2026-11-28 12:01', datetime.datetime(2026, 11, 28, 12, 1)),
+            idle.blazar_end(datetime.datetime(2026, 11, 28, 12, 0, 30),
+                            datetime.datetime(2026, 11, 28, 12, 0)))
+
+
+class TestObsolete(IdleCase):
+
+    def warning(self):
+        self.host_name = self.host()
+        row, self.rid = self.instance_lease({self.host_name: 1},
+                                            start=self.now - DAY)
+        [notice] = self.finder.notices(self.finder.find(self.now), self.now)
+        return row, notice
+
+    def test_a_warning_of_a_lease_still_idle_is_true(self):
+        _, notice = self.warning()
+        self.assertIsNone(idle.obsolete(self.ledger, notice))
+
+    def test_a_warning_of_a_lease_found_busy_since_is_obsolete(self):
+        _, notice = self.warning()
+        self.launch(self.host_name, self.rid)
+        self.now += MINUTE
+        self.finder.find(self.now)
+        self.assertEqual('the lease is no longer idle',
+                         idle.obsolete(self.ledger, notice))
+
+    def test_a_warning_of_an_ended_lease_is_obsolete(self):
+        row, notice = self.warning()
+        with self.ledger.transaction(['p1'], now=self.now) as txn:
+            txn.update(row, state=models.TERMINATED)
+        self.assertEqual('the lease is terminated',
+                         idle.obsolete(self.ledger, notice))
