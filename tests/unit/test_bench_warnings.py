@@ -61,6 +61,16 @@ class TestGoals(testtools.TestCase):
     def test_a_duplicate_misses_them(self):
         self.assertFalse(bench.judge(0.1, 7, 7, 1)['goal_met'])
 
+    def test_a_duplicate_is_wrong_whatever_the_speed(self):
+        self.assertEqual(['1 duplicate message(s)'], bench.wrong(
+            {'duplicates': 1, 'sent': 2, 'warnings_received': 2,
+             'rescan_found': 0}))
+
+    def test_a_warning_sent_and_not_received_is_wrong(self):
+        self.assertEqual(['2 warnings sent, 1 received'], bench.wrong(
+            {'duplicates': 0, 'sent': 2, 'warnings_received': 1,
+             'rescan_found': 0}))
+
     def test_duplicates_are_the_messages_of_a_warning_received_before(self):
         self.assertEqual((4, 2, 2),
                          bench.received(4, ['credits:1:90', 'credits:1:90',
@@ -73,8 +83,9 @@ class TestTinyRun(testtools.TestCase):
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(
                 err):
-            bench.main(['--leases', '200', '--projects', '20',
-                        '--send', '10'])
+            status = bench.main(['--leases', '200', '--projects', '20',
+                                 '--send', '10'])
+        self.assertEqual(0, status, err.getvalue())
         result = json.loads(out.getvalue())
         self.assertEqual([], [k for k in KEYS if k not in result])
         self.assertEqual((200, 20, 0), (result['leases'], result['projects'],

@@ -46,7 +46,8 @@ without any.
 
 Prints one JSON object on stdout -- ``{"leases", "projects", "scan_s",
 "scan_queries", "sent", "sent_per_s", "duplicates"}`` and the details --
-and a summary on stderr.
+and a summary on stderr; exits 1 when a warning was received twice, sent
+and not received, or found again by the next scan.
 """
 
 import argparse
@@ -501,11 +502,30 @@ def summary(result):
             result['sent_per_s'], result['workers'], result['duplicates']))
 
 
+def wrong(result):
+    """What the run shows is wrong (not slow): a warning received twice,
+    one sent and not received, one found again by the next scan."""
+    found = []
+    if result['duplicates']:
+        found.append('%d duplicate message(s)' % result['duplicates'])
+    if result['warnings_received'] != result['sent']:
+        found.append('%d warnings sent, %d received' % (
+            result['sent'], result['warnings_received']))
+    if result['rescan_found']:
+        found.append('the next scan found %d warnings again'
+                     % result['rescan_found'])
+    return found
+
+
 def main(argv=None):
     args = parse_args(argv)
     result = run(args)
     print(json.dumps(result))
     sys.stderr.write(summary(result))
+    problems = wrong(result)
+    if problems:
+        sys.stderr.write('WRONG: %s\n' % '; '.join(problems))
+        return 1
     return 0
 
 
