@@ -25,6 +25,7 @@ for the message -- raises a permanent
 a transient one, for the dispatcher to retry.
 """
 
+import hashlib
 from email import headerregistry
 from email import message as email_message
 from email import utils as email_utils
@@ -65,6 +66,14 @@ def _refusal(code, text):
     if isinstance(text, bytes):
         text = text.decode('utf-8', 'replace')
     return '%s %s' % (code, text)
+
+
+def message_id(key, domain):
+    """The Message-ID of the warning of ``key``: the same each time it is
+    sent (a resend after a crash between the send and its record is
+    recognised as the same message by the receiving side)."""
+    digest = hashlib.sha256(key.encode('utf-8')).hexdigest()[:40]
+    return '<%s.placement-quota@%s>' % (digest, domain)
 
 
 class MailChannel(channels.Channel):
@@ -120,8 +129,7 @@ class MailChannel(channels.Channel):
             msg['Reply-To'] = self.reply_to
         msg['Subject'] = rendered.subject
         msg['Date'] = email_utils.formatdate(usegmt=True)
-        msg['Message-ID'] = email_utils.make_msgid(
-            'placement-quota', domain=self.sender.domain)
+        msg['Message-ID'] = message_id(notice.key, self.sender.domain)
         msg['Auto-Submitted'] = 'auto-generated'
         msg[KEY_HEADER] = notice.key
         msg.set_content(rendered.text)

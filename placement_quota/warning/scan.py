@@ -96,12 +96,18 @@ def lease_ends(reader, now, leads, recorded):
     return found
 
 
+def _integer(total):
+    """A SUM of micro-credits as an integer: PostgreSQL's SUM of a bigint
+    is a numeric (a Decimal in Python), which floats do not mix with."""
+    return sa.cast(total, sa.BigInteger)
+
+
 def _allocations(reader, now):
     """Statements 2 and 3: the allocations not ended at ``now``, each
     with what was charged to it and, of that, for leases not started."""
     a, c, t = models.credit_allocations, models.charges, models.leases
     spent = (sa.select(c.c.allocation_id,
-                       sa.func.sum(c.c.amount).label('spent'))
+                       _integer(sa.func.sum(c.c.amount)).label('spent'))
              .where(c.c.allocation_id.is_not(None))
              .group_by(c.c.allocation_id).subquery())
     rows = list(reader.connection.execute(
@@ -111,7 +117,7 @@ def _allocations(reader, now):
         .select_from(a.outerjoin(spent, spent.c.allocation_id == a.c.id))
         .where(sa.or_(a.c.end_date.is_(None), a.c.end_date > now))))
     not_started = {row[0]: row[1] for row in reader.connection.execute(
-        sa.select(t.c.allocation_id, sa.func.sum(t.c.charged))
+        sa.select(t.c.allocation_id, _integer(sa.func.sum(t.c.charged)))
         .where(t.c.start_date > now, t.c.state == models.PENDING,
                t.c.allocation_id.is_not(None))
         .group_by(t.c.allocation_id))}
@@ -207,17 +213,16 @@ def user_credits(reader, thresholds, recorded):
     s, t = models.credit_user_shares, models.leases
     latest = (sa.select(sa.func.max(s.c.id).label('id'))
               .group_by(s.c.project_id, s.c.user_id).subquery())
-    spent = (sa.select(t.c.project_id, t.c.user_id,
-                       sa.func.sum(t.c.charged).label('spent'))
-             .where(sa.exists().where(s.c.project_id == t.c.project_id,
-                                      s.c.user_id == t.c.user_id))
-             .group_by(t.c.project_id, t.c.user_id).subquery())
+    # What each holder's leases were charged, read per share through the
+    # leases' project index: MariaDB joins a grouped derived table to the
+    # shares without an index (a block nested loop), twice as slow.
+    spent = (sa.select(_integer(sa.func.sum(t.c.charged)))
+             .where(t.c.project_id == s.c.project_id,
+                    t.c.user_id == s.c.user_id).scalar_subquery())
     rows = reader.connection.execute(
         sa.select(s.c.id, s.c.project_id, s.c.user_id, s.c.amount,
-                  sa.func.coalesce(spent.c.spent, 0).label('spent'))
-        .select_from(s.join(latest, latest.c.id == s.c.id).outerjoin(
-            spent, sa.and_(spent.c.project_id == s.c.project_id,
-                           spent.c.user_id == s.c.user_id))))
+                  sa.func.coalesce(spent, 0).label('spent'))
+        .select_from(s.join(latest, latest.c.id == s.c.id)))
     found = []
     for row in rows:
         threshold, used_pct = _crossed(row.spent, row.amount, thresholds)

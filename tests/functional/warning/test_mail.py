@@ -145,6 +145,13 @@ class TestMessage(MailTestCase):
         first, second = self.sink.wait_for(2, timeout=10)
         self.assertNotEqual(first['Message-ID'], second['Message-ID'])
 
+    def test_a_warning_sent_again_has_the_same_message_id(self):
+        channel = self.channel()
+        self.send(channel)
+        self.send(channel)
+        first, second = self.sink.wait_for(2, timeout=10)
+        self.assertEqual(first['Message-ID'], second['Message-ID'])
+
     def test_a_second_warning_on_the_same_channel_is_sent_too(self):
         channel = self.channel()
         self.send(channel)

@@ -33,13 +33,16 @@ class WarningCase(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        workdir = self.useFixture(fixtures.TempDir()).path
-        self.ledger = store.Ledger('sqlite:///' + os.path.join(
-            workdir, 'ledger.sqlite'))
+        self.ledger = store.Ledger(self.ledger_url(), migrate=True)
         self.addCleanup(self.ledger.dispose)
         self.now = NOW
         self.ledger.clock = lambda: self.now
         self.conf = pq_conf.new_config([], config_files=[])
+
+    def ledger_url(self):
+        """The ledger database: a SQLite file of the test's own."""
+        workdir = self.useFixture(fixtures.TempDir()).path
+        return 'sqlite:///' + os.path.join(workdir, 'ledger.sqlite')
 
     def set(self, **options):
         for name, value in options.items():
