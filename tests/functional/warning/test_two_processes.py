@@ -62,13 +62,11 @@ ALLOCATION = 10.0
 
 class WarnProcess:
     """``placement-quota warn`` on the configuration file ``config``, in
-    a subprocess; its output appended to ``log_file``."""
+    a subprocess; its output in ``log_file``."""
 
     def __init__(self, config, log_file):
         self.log_file = log_file
-        self.start_offset = (os.path.getsize(log_file)
-                             if os.path.exists(log_file) else 0)
-        with open(log_file, 'ab') as log:
+        with open(log_file, 'wb') as log:
             self.process = subprocess.Popen(
                 [sys.executable, '-m', 'placement_quota.cmd.main',
                  '--config-file', config, 'warn'],
@@ -77,7 +75,6 @@ class WarnProcess:
 
     def output(self):
         with open(self.log_file, errors='replace') as f:
-            f.seek(self.start_offset)
             return f.read()
 
     def wait_running(self):
@@ -114,7 +111,7 @@ class WarnProcesses:
             self.skipTest('RabbitMQ is not installed: %s' % reason)
         self.useFixture(fixtures.Timeout(180, gentle=True))
         self.directory = self.useFixture(fixtures.TempDir()).path
-        self.log_file = os.path.join(self.directory, 'warn.log')
+        self.warners = []
         self.addOnException(self._process_logs)
         self.ledger = store.Ledger(self.database.url, migrate=True)
         self.addCleanup(self.ledger.dispose)
@@ -136,8 +133,11 @@ class WarnProcesses:
                 self.project, store.to_micro(ALLOCATION))
 
     def _process_logs(self, exc_info):
-        self.addDetail('warn-processes', testtools.content.text_content(
-            processes.log_tail(self.log_file, 'placement-quota warn', 200)))
+        for i, warner in enumerate(self.warners, 1):
+            self.addDetail('warn-process-%d' % i,
+                           testtools.content.text_content(processes.log_tail(
+                               warner.log_file, 'placement-quota warn',
+                               200)))
 
     def write_config(self, smtp_port, transport_url):
         path = os.path.join(self.directory, 'placement-quota-%s.conf'
@@ -167,7 +167,9 @@ class WarnProcesses:
     def start(self, config=None):
         """A ``warn`` process on ``config`` (default the test's); stopped
         at cleanup."""
-        warner = WarnProcess(config or self.config, self.log_file)
+        warner = WarnProcess(config or self.config, os.path.join(
+            self.directory, 'warn-%d.log' % (len(self.warners) + 1)))
+        self.warners.append(warner)
         self.addCleanup(warner.stop)
         return warner
 
