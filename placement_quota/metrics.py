@@ -97,7 +97,7 @@ LAST_EVENT = prometheus_client.Gauge(
 WARNINGS = prometheus_client.Counter(
     'placement_quota_warnings',
     'Warnings to users, by kind (lease_end, credits...) and outcome '
-    '(sent, retried, failed, obsolete).',
+    '(sent, retried, failed, obsolete, lost: held past claim_timeout).',
     ['kind', 'outcome'])
 
 _CHILDREN = {}

@@ -248,6 +248,12 @@ def problems(group):
     if group.end_idle_after and not group.idle_after:
         found.append('[warnings] end_idle_after is set but idle_after is '
                      '0: idle reservations are not looked for')
+    if EMAIL in group.channels and \
+            group.claim_timeout < 4 * (group.smtp_timeout or 30):
+        found.append('[warnings] claim_timeout (%ds) is shorter than one '
+                     'SMTP send can take (4 x smtp_timeout, %ds): another '
+                     'process would send the warning again'
+                     % (group.claim_timeout, 4 * (group.smtp_timeout or 30)))
     if group.retry_delay_max < group.retry_delay:
         found.append('[warnings] retry_delay_max (%ds) is shorter than '
                      'retry_delay (%ds)' % (group.retry_delay_max,

@@ -54,6 +54,9 @@ CHARGE_REOPEN = 'reopen'
 GLOBAL_LOCK = '*'
 #: The lock of the account hierarchy (the admin API's account changes).
 ACCOUNTS_LOCK = '*accounts'
+#: The lock of ``idle_watch``, which each scan for idle reservations
+#: rewrites whole (two processes' rewrites would deadlock otherwise).
+IDLE_WATCH_LOCK = '*idle_watch'
 
 projects = sa.Table(
     'projects', metadata,

@@ -56,8 +56,10 @@ LOG = logging.getLogger(__name__)
 
 #: The kinds about one lease's end, made obsolete by its extension.
 LEASE_KINDS = (model.LEASE_END, model.BEFORE_END)
-#: Warnings claimed at once by one process.
-BATCH = 100
+#: Warnings claimed at once by one process: one, so that a claim never
+#: waits for the sends of others (a batch of slow sends would outlast
+#: ``claim_timeout``).
+BATCH = 1
 
 
 def make_channels(conf):
@@ -138,12 +140,18 @@ class Dispatcher:
             try:
                 # A preview (end_idle False) records no observation.
                 idle = self.idle_finder.find(now, record=end_idle)
-            except placement_client.PlacementError as exc:
+            except (placement_client.PlacementError,
+                    ledger_errors.LedgerError) as exc:
+                # The ledger's own warnings go on.
                 LOG.warning('Idle reservations not looked for: %s', exc)
                 return found
             found += self.idle_finder.notices(idle, now)
             if end_idle and self.blazar is not None:
-                found += self.idle_finder.end_idle(idle, now, self.blazar)
+                try:
+                    found += self.idle_finder.end_idle(idle, now,
+                                                       self.blazar)
+                except placement_client.PlacementError as exc:
+                    LOG.warning('Idle leases not ended: %s', exc)
         return found
 
     def scan_once(self, now=None):
@@ -194,7 +202,8 @@ class Dispatcher:
             LOG.info('Warning %s is no longer true (%s): not sent',
                      notice.key, why)
             record.finished(self.ledger, recorded.id, now,
-                            state=models.WARNING_OBSOLETE, error=why)
+                            state=models.WARNING_OBSOLETE, error=why,
+                            held_until=recorded.claimed_until)
             return self._outcome(notice, 'obsolete')
         notice = self._enriched(notice)
         try:
@@ -216,13 +225,25 @@ class Dispatcher:
                               channel.name, notice.key)
                 return self._failed(recorded, '%s: %s: %s' % (
                     channel.name, type(exc).__name__, exc), False)
-            record.done(self.ledger, recorded.id, channel.name, text,
-                        self.ledger.clock())
+            if not record.done(self.ledger, recorded.id, channel.name, text,
+                               self.ledger.clock(),
+                               held_until=recorded.claimed_until):
+                return self._lost(recorded, channel.name)
             recorded.channels_done[channel.name] = text
             LOG.info('Warning %s (%s of project %s): %s', notice.key,
                      notice.kind, notice.project_id, text)
-        record.finished(self.ledger, recorded.id, self.ledger.clock())
+        if not record.finished(self.ledger, recorded.id, self.ledger.clock(),
+                               held_until=recorded.claimed_until):
+            return self._lost(recorded, None)
         return self._outcome(notice, 'sent')
+
+    def _lost(self, recorded, channel):
+        LOG.warning('Warning %s was held longer than [warnings] '
+                    'claim_timeout (%ds)%s: another process may send it '
+                    'again. Raise claim_timeout above the longest send.',
+                    recorded.notice.key, self.group.claim_timeout,
+                    ' while %s sent it' % channel if channel else '')
+        return self._outcome(recorded.notice, 'lost')
 
     def _outcome(self, notice, outcome):
         metrics.WARNINGS.labels(notice.kind, outcome).inc()
@@ -233,8 +254,10 @@ class Dispatcher:
         attempts = recorded.attempts + 1
         give_up = permanent or attempts >= self.group.max_attempts
         delay = retry_delay(self.group, attempts)
-        record.failed_attempt(self.ledger, recorded.id, error,
-                              self.ledger.clock(), delay, give_up)
+        if record.failed_attempt(self.ledger, recorded.id, error,
+                                 self.ledger.clock(), delay, give_up,
+                                 held_until=recorded.claimed_until) is None:
+            return self._lost(recorded, None)
         if give_up:
             LOG.error('Warning %s (%s of project %s) was not sent and is '
                       'given up after %d attempt(s): %s. placement-quota '

@@ -40,7 +40,7 @@ from placement_quota.warning import scan
 LOG = logging.getLogger(__name__)
 
 
-def before_end_notice(payload, entry=None):
+def before_end_notice(payload, entry=None, now=None):
     """The BEFORE_END notice of a ``before_end_lease`` payload (checked:
     :class:`~placement_quota.lifecycle.events.Malformed` otherwise);
     ``entry``: the lease's ledger entry, when there is one (its creator
@@ -56,7 +56,10 @@ def before_end_notice(payload, entry=None):
         lease_name=notified.name or (entry.name if entry else None),
         facts={'lease_row': entry.id if entry is not None else None,
                'start_date': model.iso(notified.start_date),
-               'end_date': model.iso(end)})
+               'end_date': model.iso(end)},
+        **({} if entry is None or now is None else dict(
+            subject=scan.lease_end_subject(entry.id, end),
+            level=-(end - now).total_seconds())))
 
 
 #: Seconds: an event for a lease ending sooner than this is no warning.
@@ -67,6 +70,7 @@ def before_end(ledger, payload, now):
     """Record the warning of one ``before_end_lease`` payload (unless the
     module's docstring says it is none); True when it was new."""
     notified = lifecycle_events.Notified(payload)
+    now = max(now, ledger.clock())   # a late delivery: judged now
     if notified.end_date - now < datetime.timedelta(seconds=MIN_NOTICE):
         LOG.info('Lease %s ends on %s, too soon for a warning of its '
                  'before_end_lease event', notified.lease_id,
@@ -84,5 +88,5 @@ def before_end(ledger, payload, now):
                  'before_end_lease event adds nothing', notified.lease_id,
                  notified.end_date)
         return False
-    notice = before_end_notice(payload, entry)
+    notice = before_end_notice(payload, entry, now)
     return record.record(ledger, [notice], now) > 0

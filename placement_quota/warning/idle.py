@@ -390,7 +390,7 @@ class IdleFinder:
             with self.ledger.reader() as reader:
                 known = _since(reader.connection, ids) if ids else {}
             return {i: known.get(i) or first_seen(idle[i]) for i in ids}
-        with self.ledger.transaction() as txn:
+        with self.ledger.transaction([models.IDLE_WATCH_LOCK]) as txn:
             connection = txn.connection
             if ids:
                 connection.execute(t.delete().where(
@@ -451,8 +451,14 @@ class IdleFinder:
         for lease in fresh:
             row = lease.row
             verdict = verdicts[row.id][0]
-            if verdict == IDLE and self._project_uses(lease):
-                verdict = BUSY
+            try:
+                if verdict == IDLE and self._project_uses(lease):
+                    verdict = BUSY
+            except placement_client.PlacementError as exc:
+                LOG.warning('Lease %s (ledger entry %d) not ended: its '
+                            'project\'s usages cannot be read: %s',
+                            row.lease_id or row.name, row.id, exc)
+                continue
             if verdict != IDLE:
                 LOG.info('Lease %s (ledger entry %d) is %s now: not ended.',
                          row.lease_id or row.name, row.id, verdict)

@@ -23,6 +23,12 @@ the other one does not send it again; a failed attempt is retried later
 with backoff (:func:`failed_attempt`), and after the last one the
 warning is marked failed -- listed, never dropped silently.
 
+A process claims one warning at a time, and every write it makes about
+it afterwards holds only while its claim does (:func:`done`,
+:func:`finished` and :func:`failed_attempt` check ``claimed_until``): a
+send slower than ``claim_timeout`` loses the warning to another process,
+which sends it again (``[warnings] claim_timeout`` must exceed the
+longest send: the configuration check asks for 4 x ``smtp_timeout``).
 What remains: a process that stops between a channel's send and its
 :func:`done` (a crash inside that window, milliseconds) leaves the
 warning to be sent again by another after ``claim_timeout``. At most
@@ -142,7 +148,10 @@ def record(ledger, notices, now):
     """Record ``notices`` not recorded yet; return how many rows were
     inserted (others were there already: another scan, another process).
     One statement, whatever their number."""
-    notices = list({n.key: n for n in notices}.values())
+    # In one order: two processes inserting the same keys in different
+    # orders would deadlock on PostgreSQL.
+    notices = sorted({n.key: n for n in notices}.values(),
+                     key=lambda n: n.key)
     if not notices:
         return 0
     rows = [_values(n, now) for n in notices]
@@ -197,39 +206,63 @@ def claim(ledger, now, claim_timeout, limit=100, ids=None):
     return held
 
 
-def done(ledger, row_id, channel, text, now):
+def _held(row_id, held_until):
+    """The row ``row_id``, while this process's claim (until
+    ``held_until``; None: no condition) holds it."""
+    condition = T.c.id == row_id
+    if held_until is not None:
+        condition = sa.and_(condition,
+                            T.c.state == models.WARNING_PENDING,
+                            T.c.claimed_until == held_until)
+    return condition
+
+
+def done(ledger, row_id, channel, text, now, held_until=None):
     """Record that ``channel`` delivered warning ``row_id`` (``text``:
-    what it did)."""
+    what it did). False when the claim until ``held_until`` was lost (it
+    expired and another process took the warning): then nothing is
+    written."""
     with ledger.transaction(now=now) as txn:
         current = txn.connection.execute(
-            sa.select(T.c.channels_done).where(T.c.id == row_id)
-        ).scalar_one()
-        channels_done = dict(current or {})
+            sa.select(T.c.channels_done).where(_held(row_id, held_until))
+        ).first()
+        if current is None:
+            return False
+        channels_done = dict(current[0] or {})
         channels_done[channel] = text
         txn.connection.execute(T.update().where(T.c.id == row_id).values(
             channels_done=channels_done))
+    return True
 
 
-def finished(ledger, row_id, now, state=models.WARNING_SENT, error=None):
+def finished(ledger, row_id, now, state=models.WARNING_SENT, error=None,
+             held_until=None):
     """Warning ``row_id`` is done: sent on every channel (or, with
-    ``state``, obsolete or failed); released."""
+    ``state``, obsolete or failed); released. False when the claim until
+    ``held_until`` was lost (nothing written)."""
     values = {'state': state, 'claimed_until': None}
     if state == models.WARNING_SENT:
         values['sent_at'] = now
     if error is not None:
         values['last_error'] = error[:2000]
     with ledger.transaction(now=now) as txn:
-        txn.connection.execute(T.update().where(T.c.id == row_id)
-                               .values(**values))
+        return txn.connection.execute(
+            T.update().where(_held(row_id, held_until))
+            .values(**values)).rowcount == 1
 
 
-def failed_attempt(ledger, row_id, error, now, delay, give_up):
+def failed_attempt(ledger, row_id, error, now, delay, give_up,
+                   held_until=None):
     """An attempt at warning ``row_id`` failed with ``error``: try again
     ``delay`` seconds from ``now``, or (``give_up``) mark it failed.
-    Returns the number of attempts so far."""
+    Returns the number of attempts so far (None when the claim until
+    ``held_until`` was lost: nothing written)."""
     with ledger.transaction(now=now) as txn:
         attempts = txn.connection.execute(
-            sa.select(T.c.attempts).where(T.c.id == row_id)).scalar_one()
+            sa.select(T.c.attempts).where(_held(row_id, held_until))
+        ).scalar()
+        if attempts is None:
+            return None
         values = {'attempts': attempts + 1, 'last_error': error[:2000],
                   'claimed_until': None,
                   'next_attempt_at': now + datetime.timedelta(

@@ -257,7 +257,7 @@ def scan(ledger, conf, now=None):
     with ledger.reader() as reader:
         windowed = record.levels(
             reader, since=now - datetime.timedelta(seconds=longest),
-            kinds=(model.LEASE_END, model.ALLOCATION_END))
+            kinds=(model.LEASE_END, model.BEFORE_END, model.ALLOCATION_END))
         found = lease_ends(reader, now, lease_leads, windowed)
         allocations, not_started = _allocations(reader, now)
         found += allocation_ends(allocations, now, allocation_leads,

@@ -14,6 +14,8 @@ production ledgers run on (PostgreSQL, MariaDB): their SUMs are decimals,
 their duplicate inserts are ignored in their own dialects, their updates
 say how many rows they changed in their own way."""
 
+import threading
+
 from placement_quota.ledger import models
 from placement_quota.ledger import shares
 from placement_quota.ledger import store
@@ -75,6 +77,52 @@ class ScanOnServer:
                          record.counts(self.ledger))
 
 
+class ConcurrentOnServer:
+    """Processes recording and claiming at the same moment (threads, each
+    with its own connections)."""
+
+    def ledger_url(self):
+        return self.useFixture(self.database_fixture()).url
+
+    def notices(self, count, prefix='k'):
+        return [model.Notice(kind=model.CREDITS, key='%s%d' % (prefix, i),
+                             project_id='p1') for i in range(count)]
+
+    def at_once(self, calls):
+        errors = []
+
+        def run(call):
+            try:
+                call()
+            except Exception as exc:   # the test reports it
+                errors.append('%s: %s' % (type(exc).__name__, exc))
+        threads = [threading.Thread(target=run, args=(c,)) for c in calls]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return errors
+
+    def test_recordings_in_different_orders_at_once_all_succeed(self):
+        found = self.notices(300)
+        errors = self.at_once([
+            lambda order=order: record.record(self.ledger, order, self.now)
+            for order in (found, found[::-1], found[150:] + found[:150])])
+        self.assertEqual(([], 300), (errors, len(record.listing(
+            self.ledger, limit=1000))))
+
+    def test_claims_at_once_hold_each_warning_once(self):
+        record.record(self.ledger, self.notices(200), self.now)
+        held = []
+
+        def claim():
+            for _ in range(10):
+                held.extend(w.id for w in record.claim(
+                    self.ledger, self.now, 300, limit=100))
+        errors = self.at_once([claim] * 4)
+        self.assertEqual(([], 200, 200), (errors, len(held), len(set(held))))
+
+
 class TestScanOnPostgreSQL(databases.OnPostgreSQL, ScanOnServer,
                            base.WarningCase):
     pass
@@ -82,4 +130,14 @@ class TestScanOnPostgreSQL(databases.OnPostgreSQL, ScanOnServer,
 
 class TestScanOnMariaDB(databases.OnMariaDB, ScanOnServer,
                         base.WarningCase):
+    pass
+
+
+class TestConcurrentOnPostgreSQL(databases.OnPostgreSQL, ConcurrentOnServer,
+                                 base.WarningCase):
+    pass
+
+
+class TestConcurrentOnMariaDB(databases.OnMariaDB, ConcurrentOnServer,
+                              base.WarningCase):
     pass

@@ -76,3 +76,16 @@ class TestBeforeEnd(base.WarningCase):
         self.assertTrue(events.before_end(self.ledger, payload(
             'lease-elsewhere', self.start, self.end, name='other'),
             self.now))
+
+    def test_the_scan_after_the_event_adds_no_lease_end_warning(self):
+        self.event()
+        record.record(self.ledger, scan.scan(self.ledger, self.conf,
+                                             self.now), self.now)
+        self.assertEqual([model.BEFORE_END], [
+            w.notice.kind for w in record.listing(self.ledger)])
+
+    def test_an_event_delivered_after_the_lease_ended_is_none(self):
+        message_time = self.now
+        self.now = self.end + HOUR   # the listener was down meanwhile
+        self.assertFalse(events.before_end(self.ledger, payload(
+            'lease-l1', self.start, self.end), message_time))

@@ -258,6 +258,26 @@ class TestRecord(ScanCase):
             [h.id for h in record.claim(self.ledger, after, 300,
                                         ids=[held.id])]))
 
+    def test_a_late_write_after_the_claim_expired_changes_nothing(self):
+        self.allocation(100, spent=95)
+        self.scan_and_record()
+        [slow] = record.claim(self.ledger, self.now, 300)
+        later = self.now + datetime.timedelta(seconds=301)
+        [other] = record.claim(self.ledger, later, 300)
+        record.finished(self.ledger, other.id, later,
+                        held_until=other.claimed_until)
+        self.assertEqual((False, None, False), (
+            record.done(self.ledger, slow.id, 'email', 'late', later,
+                        held_until=slow.claimed_until),
+            record.failed_attempt(self.ledger, slow.id, 'late', later, 30,
+                                  give_up=True,
+                                  held_until=slow.claimed_until),
+            record.finished(self.ledger, slow.id, later,
+                            held_until=slow.claimed_until)))
+        [sent] = record.listing(self.ledger)
+        self.assertEqual((models.WARNING_SENT, {}),
+                         (sent.state, sent.channels_done))
+
     def test_a_warning_given_up_is_listed_failed_with_its_error(self):
         self.allocation(100, spent=95)
         self.scan_and_record()
