@@ -173,7 +173,7 @@ class TestBeforeEndWarning(WarningsTestCase):
         name = 'warned-%s' % uuid.uuid4().hex[:8]
         # Blazar takes dates to the minute, its "now" included: the
         # earliest before_end_date it accepts is the next minute's turn.
-        base.clear_of_minute_turn(margin=10)
+        base.clear_of_minute_turn()
         start = base.minute()
         end = start + datetime.timedelta(hours=2)
         lease = self.client.lease.create(
