@@ -166,11 +166,15 @@ class Dispatcher:
         return inserted
 
     def preview(self, now=None):
-        """``[(notice, rendered)]``: what a pass would find and send now,
-        nothing recorded, sent or ended."""
+        """``[(notice, rendered)]``: what a pass would record and send now
+        (not what is recorded already), nothing recorded, sent or
+        ended."""
         now = now or self.ledger.clock()
+        found = self.find(now)
+        with self.ledger.reader() as reader:
+            known = record.recorded(reader, [n.key for n in found])
         return [(n, self.renderer.render(self._enriched(n)))
-                for n in self.find(now)]
+                for n in found if n.key not in known]
 
     # --- sending -------------------------------------------------------
 

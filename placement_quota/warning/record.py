@@ -107,6 +107,15 @@ def _insert_ignoring_duplicates(dialect):
     return T.insert().prefix_with('IGNORE')
 
 
+def recorded(reader, keys):
+    """Those of ``keys`` recorded already (an IN list: a preview's few)."""
+    keys = sorted(set(keys))
+    if not keys:
+        return set()
+    return {row[0] for row in reader.connection.execute(
+        sa.select(T.c.key).where(T.c.key.in_(keys)))}
+
+
 def levels(reader, subjects=None, since=None, kinds=None):
     """``{subject: highest level recorded}`` in one statement: of the
     warnings created at or after ``since`` (all when None), of ``kinds``

@@ -21,6 +21,7 @@ SMTP server and RabbitMQ); the ledger is real (SQLite).
 import datetime
 
 from placement_quota.ledger import models
+from placement_quota.placement import client as placement_client
 from placement_quota.warning import channels
 from placement_quota.warning import dispatch
 from placement_quota.warning import model
@@ -156,6 +157,27 @@ class TestRetries(DispatchCase):
         [failed] = record.listing(self.ledger)
         self.assertEqual((models.WARNING_FAILED, 1),
                          (failed.state, failed.attempts))
+
+
+class UnreachablePlacement:
+    """A test double of the idle finder whose Placement cannot be
+    reached."""
+
+    def find(self, now, record=True):
+        raise placement_client.Unreachable(
+            'connection refused', 'GET', '/resource_providers')
+
+
+class TestIdleStep(DispatchCase):
+
+    def test_a_placement_outage_leaves_the_ledgers_warnings_going(self):
+        self.allocation(100, spent=95)
+        warner = dispatch.Dispatcher(
+            self.conf, self.ledger, [self.mail],
+            renderer=render.Renderer(self.conf),
+            idle_finder=UnreachablePlacement())
+        warner.run_once()
+        self.assertEqual(['credits:1:90'], [k for k, _ in self.mail.sent])
 
 
 class TestLeaseWarnings(DispatchCase):
