@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 """tools/bench/warnings.py: its command line, its goals, and a tiny run
-that prints the figures the issue asks for."""
+that prints every figure of its JSON object."""
 
 import contextlib
 import io
