@@ -69,9 +69,8 @@ from blazarclient import exception as blazar_exceptions
 from keystoneauth1 import exceptions as ks_exceptions
 from oslo_log import log as logging
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects import sqlite
 
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
@@ -403,8 +402,8 @@ class IdleFinder:
             new = [{'lease_row': i, 'idle_since': first_seen(idle[i]),
                     'checked_at': now} for i in ids if i not in known]
             if new:
-                connection.execute(_insert_ignore(self.ledger.dialect, t),
-                                   new)
+                connection.execute(locks.insert_ignoring_duplicates(
+                    self.ledger.dialect, t), new)
             connection.execute(t.update().where(
                 t.c.lease_row.in_(ids)).values(checked_at=now))
             return _since(connection, ids)
@@ -551,14 +550,6 @@ def _since(connection, ids):
     return {row.lease_row: row.idle_since for row in connection.execute(
         sa.select(t.c.lease_row, t.c.idle_since).where(
             t.c.lease_row.in_(ids)))}
-
-
-def _insert_ignore(dialect, table):
-    if dialect == 'postgresql':
-        return postgresql.insert(table).on_conflict_do_nothing()
-    if dialect == 'sqlite':
-        return sqlite.insert(table).on_conflict_do_nothing()
-    return table.insert().prefix_with('IGNORE')
 
 
 def blazar_end(now, start):

@@ -42,9 +42,8 @@ import datetime
 
 from oslo_log import log as logging
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
-from sqlalchemy.dialects import sqlite
 
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import errors
 from placement_quota.ledger import models
 from placement_quota.warning import model
@@ -94,17 +93,6 @@ class RecordedWarning:
                      created_at=model.iso(self.created_at),
                      sent_at=model.iso(self.sent_at))
         return found
-
-
-def _insert_ignoring_duplicates(dialect):
-    if dialect == 'sqlite':
-        return sqlite.insert(T).on_conflict_do_nothing(
-            index_elements=['key'])
-    if dialect == 'postgresql':
-        return postgresql.insert(T).on_conflict_do_nothing(
-            index_elements=['key'])
-    # MariaDB / MySQL: IGNORE turns the duplicate key into a warning.
-    return T.insert().prefix_with('IGNORE')
 
 
 def recorded(reader, keys):
@@ -168,7 +156,7 @@ def record(ledger, notices, now):
         try:
             with ledger.transaction(now=now) as txn:
                 inserted = txn.connection.execute(
-                    _insert_ignoring_duplicates(ledger.dialect),
+                    locks.insert_ignoring_duplicates(ledger.dialect, T),
                     rows).rowcount
             break
         except errors.LedgerConflict:

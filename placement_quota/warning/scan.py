@@ -51,6 +51,12 @@ def lease_end_subject(row_id, end):
     return 'lease_end:%s:%s' % (row_id, model.iso(end))
 
 
+def _reached_before(recorded, subject, level):
+    """Whether ``recorded`` (:func:`~placement_quota.warning.record.
+    levels`) has ``subject`` warned at ``level`` or higher already."""
+    return subject in recorded and recorded[subject] >= level
+
+
 def _lead_reached(now, start, end, leads):
     """The shortest lead time of ``leads`` (seconds) whose warning is due
     at ``now`` for a lease over ``[start, end)``, or None. A lead time
@@ -81,7 +87,7 @@ def lease_ends(reader, now, leads, recorded):
         if lead is None:
             continue
         subject = lease_end_subject(row.id, end)
-        if recorded.get(subject, float('-inf')) >= -lead:
+        if _reached_before(recorded, subject, -lead):
             continue
         found.append(model.Notice(
             kind=model.LEASE_END,
@@ -146,7 +152,7 @@ def credits(allocations, not_started, thresholds, recorded):
         if threshold is None:
             continue
         subject = 'credits:%s' % row.id
-        if recorded.get(subject, float('-inf')) >= threshold:
+        if _reached_before(recorded, subject, threshold):
             continue
         found.append(model.Notice(
             kind=model.CREDITS,
@@ -193,7 +199,7 @@ def allocation_ends(allocations, now, leads, recorded):
                for other in by_owner[(row.project_id, row.resource_class)]):
             continue
         subject = 'allocation_end:%s:%s' % (row.id, model.iso(row.end_date))
-        if recorded.get(subject, float('-inf')) >= -lead:
+        if _reached_before(recorded, subject, -lead):
             continue
         found.append(model.Notice(
             kind=model.ALLOCATION_END,
@@ -229,7 +235,7 @@ def user_credits(reader, thresholds, recorded):
         if threshold is None:
             continue
         subject = 'user_credits:%s' % row.id
-        if recorded.get(subject, float('-inf')) >= threshold:
+        if _reached_before(recorded, subject, threshold):
             continue
         found.append(model.Notice(
             kind=model.USER_CREDITS,

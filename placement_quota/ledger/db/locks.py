@@ -161,18 +161,22 @@ def take_row(connection, dialect, key, now):
         connection.execute(select)
 
 
+def insert_ignoring_duplicates(dialect, table):
+    """An insert into ``table`` whose rows that would repeat a unique key
+    are left out, not refused: ``ON CONFLICT DO NOTHING`` on PostgreSQL and
+    SQLite, ``INSERT IGNORE`` on MariaDB/MySQL (the duplicate a warning)."""
+    if dialect == 'postgresql':
+        return postgresql.insert(table).on_conflict_do_nothing()
+    if dialect == 'sqlite':
+        return sqlite.insert(table).on_conflict_do_nothing()
+    return table.insert().prefix_with('IGNORE')
+
+
 def ensure_row(connection, dialect, project_id, now):
     """Insert the ``projects`` row of ``project_id`` unless it exists."""
-    table = models.projects
-    values = {'project_id': project_id, 'created_at': now}
-    if dialect == 'postgresql':
-        stmt = postgresql.insert(table).values(
-            **values).on_conflict_do_nothing()
-    elif dialect == 'sqlite':
-        stmt = sqlite.insert(table).values(**values).on_conflict_do_nothing()
-    else:
-        stmt = table.insert().values(**values).prefix_with('IGNORE')
-    connection.execute(stmt)
+    connection.execute(
+        insert_ignoring_duplicates(dialect, models.projects).values(
+            project_id=project_id, created_at=now))
 
 
 def galera(connection):
