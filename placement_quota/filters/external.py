@@ -36,6 +36,7 @@ import tenacity
 
 from placement_quota.conf import external as external_conf
 from placement_quota.filters import base
+from placement_quota import sessions
 
 LOG = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ class ExternalServiceFilter(base.BaseFilter):
         external_conf.register_opts(conf)
         self.options = conf.enforcement_external
         self.endpoints = self._endpoints()
-        self._http = requests.Session()
+        self._http = sessions.skip_environment(requests.Session())
         # One connection per concurrent request of our threaded server, and
         # no cookies carried from one project's request to another's.
         self._http.mount('http://', requests.adapters.HTTPAdapter(

@@ -253,16 +253,41 @@ class Ledger:
 
     def _begin(self, connection, order, now):
         """``(transaction, Transaction)`` holding the locks of
-        ``order``; rolled back when taking them fails."""
+        ``order``; rolled back when taking them fails.
+
+        The locks are taken a statement for each run of one mode
+        (:func:`~placement_quota.ledger.db.locks.take_rows`). When some
+        of their rows do not exist yet (a project's first admission), the
+        transaction is rolled back, the rows are inserted and committed
+        on their own, and the locks taken again: inserting them inside the
+        transaction, after locking the others, would take them out of
+        the one lock order."""
+        outer, txn, missing = self._locked(
+            connection, now, lambda txn: txn.lock_at_start(order))
+        if not missing:
+            return outer, txn
+        with self._guard(connection):
+            outer.rollback()
+        with connection.begin():
+            locks.ensure_rows(connection, self.dialect, missing, now)
+        # Row by row this time (each made sure of first), should one of
+        # them have gone meanwhile.
+        outer, txn, _ = self._locked(connection, now,
+                                     lambda txn: txn.lock(order))
+        return outer, txn
+
+    def _locked(self, connection, now, take):
+        """``(transaction, Transaction, what take returned)``: a new
+        transaction on ``connection`` and ``take(Transaction)`` run in
+        it; rolled back when ``take`` fails."""
         outer = connection.begin()
         try:
             txn = Transaction(self, connection, now)
-            txn.lock(order)
+            return outer, txn, take(txn)
         except BaseException:
             with self._guard(connection):
                 outer.rollback()
             raise
-        return outer, txn
 
     @contextlib.contextmanager
     def _guard(self, connection):
@@ -331,6 +356,22 @@ class Transaction:
         for key in wanted:
             self._lock_row(key, dialect)
             self.locked.append(key)
+
+    def lock_at_start(self, keys):
+        """Take the locks of ``keys`` as the transaction's first
+        statements, a statement for each run of one mode where the
+        database allows it (:func:`~placement_quota.ledger.db.locks.
+        take_rows`); return the keys whose rows are missing (the caller
+        rolls back), else ``[]``."""
+        wanted = locks.lock_order(keys)
+        missing = locks.take_rows(self.connection, self.ledger.dialect,
+                                  wanted, self.now)
+        if missing is None:
+            self.lock(wanted)
+            return []
+        if not missing:
+            self.locked.extend(wanted)
+        return missing
 
     def _lock_row(self, key, dialect):
         """Lock the row of ``key`` (:func:`~placement_quota.ledger.db.locks.

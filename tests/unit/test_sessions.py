@@ -92,3 +92,61 @@ class TestConfiguredSessions(testtools.TestCase):
         connection = projects.connection(self.conf())
         self.assertEqual(sessions.POOL_SIZE,
                          pool_size(connection.session, 'https://'))
+
+
+class TestEnvironment(testtools.TestCase):
+    """requests reads proxies, CA bundles and .netrc at every call only
+    when the environment holds some."""
+
+    def setUp(self):
+        super().setUp()
+        self.home = self.useFixture(fixtures.TempDir()).path
+
+    def test_an_empty_environment_uses_nothing(self):
+        self.assertEqual([], sessions.environment_used({'HOME': self.home}))
+
+    def test_a_proxy_is_used(self):
+        self.assertEqual(['https_proxy'], sessions.environment_used(
+            {'HOME': self.home, 'HTTPS_PROXY': 'http://proxy:3128'}))
+
+    def test_no_proxy_alone_counts(self):
+        self.assertEqual(['no_proxy'], sessions.environment_used(
+            {'HOME': self.home, 'no_proxy': 'placement'}))
+
+    def test_an_empty_proxy_variable_is_none(self):
+        self.assertEqual([], sessions.environment_used(
+            {'HOME': self.home, 'http_proxy': ''}))
+
+    def test_a_ca_bundle_is_used(self):
+        self.assertEqual(['REQUESTS_CA_BUNDLE'], sessions.environment_used(
+            {'HOME': self.home, 'REQUESTS_CA_BUNDLE': '/etc/ca.pem'}))
+
+    def test_a_netrc_file_in_home_is_used(self):
+        open(os.path.join(self.home, '.netrc'), 'w').close()
+        self.assertEqual(['.netrc'],
+                         sessions.environment_used({'HOME': self.home}))
+
+    def test_the_netrc_variable_is_used(self):
+        self.assertEqual(['NETRC'], sessions.environment_used(
+            {'HOME': self.home, 'NETRC': '/etc/netrc'}))
+
+    def test_a_session_stops_reading_an_empty_environment(self):
+        session = sessions.skip_environment(requests.Session(),
+                                            {'HOME': self.home})
+        self.assertFalse(session.trust_env)
+
+    def test_a_session_keeps_reading_an_environment_with_a_proxy(self):
+        session = sessions.skip_environment(
+            requests.Session(),
+            {'HOME': self.home, 'http_proxy': 'http://proxy:3128'})
+        self.assertTrue(session.trust_env)
+
+    def test_keystoneauths_session_skips_an_empty_environment(self):
+        self.useFixture(fixtures.EnvironmentVariable('HOME', self.home))
+        for name in ('http_proxy', 'https_proxy', 'HTTP_PROXY',
+                     'HTTPS_PROXY', 'no_proxy', 'NO_PROXY', 'all_proxy',
+                     'ALL_PROXY', 'NETRC', 'REQUESTS_CA_BUNDLE',
+                     'CURL_CA_BUNDLE'):
+            self.useFixture(fixtures.EnvironmentVariable(name))
+        session = sessions.keep_connections(ks_session.Session())
+        self.assertFalse(session.session.trust_env)

@@ -161,6 +161,66 @@ def take_row(connection, dialect, key, now):
         connection.execute(select)
 
 
+def take_rows(connection, dialect, keys, now):
+    """Take the locks of ``keys`` (in :func:`lock_order`) with one
+    statement for each run of keys of one mode, at the start of a
+    transaction; return the keys whose rows are missing (then the
+    transaction must be rolled back: it may hold some of the others), or
+    None when this database takes its locks one row at a time
+    (:func:`take_row`).
+
+    * SQLite: ``BEGIN IMMEDIATE`` holds its one lock; the rows are made
+      sure of with one insert.
+    * PostgreSQL: ``SELECT ... WHERE project_id IN (...) ORDER BY <the
+      lock order> FOR UPDATE`` (``FOR SHARE``): PostgreSQL sorts the rows
+      before it locks them, so they are locked in :func:`lock_order`,
+      as one statement a row would.
+    * MySQL and MariaDB lock the rows a statement reads in their index's
+      order (its collation's, not :func:`lock_order`'s): one row at a
+      time, as before.
+    """
+    if not keys:
+        return []
+    if dialect == 'sqlite':
+        ensure_rows(connection, dialect, keys, now)
+        return []
+    if dialect != 'postgresql':
+        return None
+    t = models.projects
+    for is_shared, run in _runs(keys):
+        rows = [lock_row(key)[0] for key in run]
+        position = sa.case({row: i for i, row in enumerate(rows)},
+                           value=t.c.project_id)
+        found = {row.project_id for row in connection.execute(
+            sa.select(t.c.project_id).where(t.c.project_id.in_(rows))
+            .order_by(position).with_for_update(read=is_shared))}
+        missing = [key for key in run if lock_row(key)[0] not in found]
+        if missing:
+            return missing
+    return []
+
+
+def _runs(keys):
+    """``[(is_shared, [key])]``: ``keys`` cut into runs of one mode,
+    their order kept."""
+    runs = []
+    for key in keys:
+        is_shared = lock_row(key)[1]
+        if runs and runs[-1][0] == is_shared:
+            runs[-1][1].append(key)
+        else:
+            runs.append((is_shared, [key]))
+    return runs
+
+
+def ensure_rows(connection, dialect, keys, now):
+    """Insert the missing lock rows of ``keys`` (one statement)."""
+    connection.execute(
+        insert_ignoring_duplicates(dialect, models.projects),
+        [{'project_id': row, 'created_at': now}
+         for row in sorted({lock_row(key)[0] for key in keys})])
+
+
 def insert_ignoring_duplicates(dialect, table):
     """An insert into ``table`` whose rows that would repeat a unique key
     are left out, not refused: ``ON CONFLICT DO NOTHING`` on PostgreSQL and

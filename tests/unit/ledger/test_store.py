@@ -74,6 +74,19 @@ class TestLockOrder(base.LedgerTestCase):
 
     def test_transaction_takes_its_locks_in_the_lock_order(self):
         taken = []
+        original = locks.take_rows
+
+        def spy(connection, dialect, keys, now):
+            taken.extend(keys)
+            return original(connection, dialect, keys, now)
+        self.useFixture(fixtures.MockPatchObject(locks, 'take_rows', spy))
+        with self.ledger.transaction(['*', 'z-child', 'a-root']) as txn:
+            held = list(txn.locked)
+        self.assertEqual(['a-root', 'z-child', '*'], taken)
+        self.assertEqual(['a-root', 'z-child', '*'], held)
+
+    def test_a_later_lock_is_taken_row_by_row_in_the_lock_order(self):
+        taken = []
         original = store.Transaction._lock_row
 
         def spy(txn, key, dialect):
@@ -81,9 +94,9 @@ class TestLockOrder(base.LedgerTestCase):
             return original(txn, key, dialect)
         self.useFixture(fixtures.MockPatchObject(
             store.Transaction, '_lock_row', spy))
-        with self.ledger.transaction(['*', 'z-child', 'a-root']):
-            pass
-        self.assertEqual(['a-root', 'z-child', '*'], taken)
+        with self.ledger.transaction(['a-root']) as txn:
+            txn.lock(['*', 'z-child'])
+        self.assertEqual(['z-child', '*'], taken)
 
     def test_lock_sorting_before_a_held_one_is_refused(self):
         with self.ledger.transaction(['z']) as txn:
