@@ -119,6 +119,9 @@ class Plan:
     #: The reserved hosts' resources, read beforehand (an Outcome: its
     #: failure is raised by :func:`run`, with the ledger's).
     hosts: concurrency.Outcome = concurrency.Outcome(None, None)
+    #: The ledger scalars the filters' checks ask for, read in one
+    #: statement once the locks are held (``reads_ahead``).
+    read_ahead: tuple = ()
 
 
 def read_hosts(host_resources, lease):
@@ -204,6 +207,8 @@ def plan(services, filters, kind, context, lease, guard=unguarded):
         found.locks.extend(n for n in names if n not in found.locks)
     if kind == ON_END:
         return found
+    found.read_ahead = tuple(sorted({
+        name for f in admitted for name in getattr(f, 'reads_ahead', ())}))
     # The prepare steps and the hosts' read wait on other services: side
     # by side, before any lock is taken.
     preparing = [f for f in admitted if _prepares(f)]
@@ -274,7 +279,8 @@ def run(services, found, kind, context, lease, decide, current_lease=None,
                         services.ledger, kind, context, lease,
                         current_lease, found.locks, host_resources,
                         found.prepared, found.flavors,
-                        record=record) as adm:
+                        record=record,
+                        read_ahead=found.read_ahead) as adm:
                     decide(adm)
             return
         except Exception as exc:

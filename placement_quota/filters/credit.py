@@ -285,7 +285,8 @@ class CreditFilter(ledger_base.LedgerFilter):
                                       entry.allocation_id)
             if found is not None:
                 return found
-        return txn.allocation(admission.project_id, admission.start)
+        return txn.allocation(admission.project_id, admission.start,
+                              share_of=admission.owner or None)
 
     def check(self, admission):
         self._check_credits(admission)
@@ -496,11 +497,11 @@ class CreditFilter(ledger_base.LedgerFilter):
         owner = admission.owner
         if not owner or delta <= 0:
             return
-        connection = admission.txn.connection
-        share = shares.share(connection, admission.project_id, owner)
+        share = admission.txn.share(admission.project_id, owner)
         if share is None:
             return
-        spent = shares.spent(connection, admission.project_id, owner)
+        spent = shares.spent(admission.txn.connection, admission.project_id,
+                             owner)
         if spent + delta > share:
             raise self.deny(
                 'The lease costs %s; user %s of project %s has spent %s of '

@@ -27,6 +27,8 @@ from placement_quota.filters import measures
 class LeaseCountFilter(ledger_base.LedgerFilter):
     """Deny a new lease when the project already holds the maximum."""
 
+    reads_ahead = ('open_count',)
+
     enforcement_opts = [
         cfg.IntOpt(
             'max_leases_per_project', default=0, min=0,

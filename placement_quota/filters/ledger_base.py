@@ -82,6 +82,10 @@ class LedgerFilter(base.BaseFilter):
     uses_ledger = True
     #: Whether it counts the flavors of flavor:instance reservations.
     uses_flavors = True
+    #: The ledger scalars its check asks for
+    #: (:data:`placement_quota.ledger.store.READ_AHEAD`): the admission
+    #: reads those of all its filters in one statement after its locks.
+    reads_ahead = ()
 
     def __init__(self, conf, services=None):
         if services is None:

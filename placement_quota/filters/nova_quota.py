@@ -282,6 +282,9 @@ class QuotaReader:
 class NovaQuotaFilter(ledger_base.LedgerFilter):
     """Deny a lease that would reserve past the project's Nova quota."""
 
+    # A quota from the cache is checked against the project's generation.
+    reads_ahead = ('generation',)
+
     enforcement_opts = [
         cfg.StrOpt(
             'nova_quota_source', default=UNIFIED, choices=[

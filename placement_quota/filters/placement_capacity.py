@@ -123,6 +123,9 @@ def _size_key(size, traits=None):
 class PlacementCapacityFilter(ledger_base.LedgerFilter):
     """Deny instance reservations the free capacity cannot hold."""
 
+    # It bounds the window's read of other leases' instances.
+    reads_ahead = ('longest_duration',)
+
     enforcement_opts = [
         cfg.IntOpt(
             'capacity_max_age', default=0, min=0,

@@ -340,7 +340,8 @@ class _DryRun(Exception):
 
 @contextlib.contextmanager
 def admit(ledger, kind, context, lease, current_lease=None, locks=(),
-          host_resources=None, prepared=None, flavors=None, record=True):
+          host_resources=None, prepared=None, flavors=None, record=True,
+          read_ahead=()):
     """Open an admission: lock, decide, record.
 
     The block decides (raising denies); the entry is recorded when it
@@ -352,6 +353,10 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
     ``record=False`` is a dry run: the block decides on the same locked
     view, then the transaction is rolled back -- no entry, no charge, and
     no lock held once it returns.
+
+    ``read_ahead``: ledger scalars the block will ask for
+    (:meth:`~placement_quota.ledger.store.Transaction.read_ahead`), read
+    in one statement once the locks are held.
     """
     started = time.perf_counter()
     try:
@@ -359,6 +364,7 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
             metrics.LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
             adm = Admission(txn, kind, context, lease, current_lease,
                             host_resources, prepared, flavors)
+            txn.read_ahead(context.project_id, read_ahead, adm.exclude)
             yield adm
             if not record:
                 raise _DryRun()

@@ -34,11 +34,15 @@ def set_share(connection, project_id, user_id, amount, now):
 
 def share(connection, project_id, user_id):
     """The user's share in force (micro-credits), or None."""
+    return connection.execute(share_query(project_id, user_id)).scalar()
+
+
+def share_query(project_id, user_id):
+    """The query of :func:`share` (one row, or none)."""
     t = models.credit_user_shares
-    return connection.execute(
-        sa.select(t.c.amount).where(t.c.project_id == project_id,
-                                    t.c.user_id == user_id)
-        .order_by(t.c.id.desc()).limit(1)).scalar()
+    return (sa.select(t.c.amount).where(t.c.project_id == project_id,
+                                        t.c.user_id == user_id)
+            .order_by(t.c.id.desc()).limit(1))
 
 
 def shares(connection, project_id):

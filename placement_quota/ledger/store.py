@@ -40,6 +40,7 @@ from placement_quota.ledger.db import engine
 from placement_quota.ledger import errors
 from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
+from placement_quota.ledger import shares
 from placement_quota.ledger import window
 
 LOG = logging.getLogger(__name__)
@@ -305,6 +306,9 @@ class Ledger:
         self.watchdog.close()
 
 
+#: The scalars :meth:`Transaction.read_ahead` reads in one statement.
+READ_AHEAD = ('open_count', 'generation', 'longest_duration')
+
 #: The states in which an entry bound to no lease ID can be matched to a
 #: lease by fingerprint or shape.
 MATCHABLE = (models.PENDING, models.ACTIVE, models.ABANDONED)
@@ -339,6 +343,10 @@ class Transaction:
         self.connection = connection
         self.now = now
         self.locked = []
+        #: Scalars read ahead (:meth:`read_ahead`, :meth:`allocation`),
+        #: by what they answer; forgotten when this transaction writes
+        #: what they count (a charge moves its allocation's sum).
+        self._known = {}
 
     def lock(self, keys):
         """Take the locks of ``keys`` in
@@ -380,15 +388,52 @@ class Transaction:
 
     def generation(self, project_id):
         """The project's generation (0 for a project never seen)."""
-        t = models.projects
+        known = self._known.get(('generation', project_id))
+        if known is not None:
+            return known
         return self.connection.execute(
-            sa.select(t.c.generation).where(t.c.project_id == project_id)
-        ).scalar() or 0
+            self._generation_query(project_id)).scalar() or 0
+
+    @staticmethod
+    def _generation_query(project_id):
+        t = models.projects
+        return sa.select(t.c.generation).where(t.c.project_id == project_id)
+
+    def read_ahead(self, project_id, wanted, exclude=None):
+        """Read the scalars of ``wanted`` (names of :data:`READ_AHEAD`)
+        about ``project_id`` in one statement, so that the calls asking
+        for them later (:meth:`open_count` of the project, its
+        :meth:`generation`, :func:`longest_duration`) are answered
+        without a statement -- until this transaction writes a lease or
+        the generation. ``exclude``: the entry the open leases leave out
+        (as the admission's :meth:`open_count` call will)."""
+        wanted = [name for name in READ_AHEAD if name in set(wanted)]
+        if len(wanted) < 2:
+            return  # one statement either way
+        queries = {
+            'open_count': lambda: self._open_count_query(
+                project_id, exclude),
+            'generation': lambda: self._generation_query(project_id),
+            'longest_duration': _longest_duration_query,
+        }
+        row = self.connection.execute(sa.select(*(
+            queries[name]().scalar_subquery().label(name)
+            for name in wanted))).one()
+        keys = {'open_count': ('open_count', project_id, exclude, None),
+                'generation': ('generation', project_id),
+                'longest_duration': ('longest_duration',)}
+        for name in wanted:
+            self._known[keys[name]] = getattr(row, name) or 0
+
+    def _forget(self):
+        """This transaction wrote what a read ahead counted."""
+        self._known.clear()
 
     def bump_generation(self, project_id):
         """Move the project's generation: what Nova counts for it may
         have changed (every process's cached quota is read again)."""
         t = models.projects
+        self._forget()
         locks.ensure_row(self.connection, self.ledger.dialect, project_id,
                          self.now)
         self.connection.execute(
@@ -497,7 +542,7 @@ class Transaction:
                    t.c.instance_disk_gb, t.c.instance_hosts]
         # Only leases starting less than the longest before the window can
         # overlap it: the index range on start_date is bounded both sides.
-        longest = longest_duration(self.connection)
+        longest = longest_duration_of(self)
         query = sa.select(*columns).where(
             t.c.start_date < end, t.c.effective_end > start,
             t.c.state.notin_(models.NOT_COUNTED),
@@ -518,6 +563,13 @@ class Transaction:
     def open_count(self, project_id, exclude=None, user_id=None):
         """Pending and active leases of a project (of one of its users)
         now."""
+        known = self._known.get(('open_count', project_id, exclude, user_id))
+        if known is not None:
+            return known
+        return self.connection.execute(self._open_count_query(
+            project_id, exclude, user_id)).scalar_one()
+
+    def _open_count_query(self, project_id, exclude=None, user_id=None):
         t = models.leases
         query = sa.select(sa.func.count()).select_from(t).where(
             t.c.project_id == project_id,
@@ -527,9 +579,10 @@ class Transaction:
             query = query.where(t.c.user_id == user_id)
         if exclude is not None:
             query = query.where(t.c.id != exclude)
-        return self.connection.execute(query).scalar_one()
+        return query
 
     def insert(self, **values):
+        self._forget()
         values.setdefault('created_at', self.now)
         values.setdefault('effective_end', values['end_date'])
         values['duration_s'] = duration(values)
@@ -551,6 +604,7 @@ class Transaction:
         if 'lease' in values:
             values['resource_type'] = accounting.resource_type(
                 values['lease'])
+        self._forget()
         self.connection.execute(
             models.leases.update().where(models.leases.c.id == row_id)
             .values(**values))
@@ -581,31 +635,55 @@ class Transaction:
         return {row[0]: (int(row[1] or 0), int(row[2] or 0))
                 for row in rows}
 
-    def allocation(self, project_id, at, resource_class=None):
+    def allocation(self, project_id, at, resource_class=None, share_of=None):
         """The credit allocation of a project in force at ``at``: the one
         whose period holds it (open-ended sides hold everything), newest
         first; None when there is none. ``resource_class``: its pool of
-        that class instead of its general allocation."""
+        that class instead of its general allocation.
+
+        The same statement reads what was :meth:`spent` of it and, with
+        ``share_of`` (a user ID), that user's :meth:`share`: the calls
+        asking for them next are answered without a statement."""
         t = models.credit_allocations
-        return self.connection.execute(
-            sa.select(t).where(
+        columns = [t, _spent_query(t.c.id).scalar_subquery().label('spent')]
+        if share_of is not None:
+            columns.append(shares.share_query(project_id, share_of)
+                           .scalar_subquery().label('user_share'))
+        row = self.connection.execute(
+            sa.select(*columns).where(
                 t.c.project_id == project_id,
                 (t.c.resource_class.is_(None) if resource_class is None
                  else t.c.resource_class == resource_class),
                 sa.or_(t.c.start_date.is_(None), t.c.start_date <= at),
                 sa.or_(t.c.end_date.is_(None), t.c.end_date > at))
             .order_by(t.c.id.desc())).first()
+        if row is not None:
+            self._known[('spent', row.id)] = row.spent
+            if share_of is not None:
+                self._known[('share', project_id, share_of)] = row.user_share
+        return row
 
     def spent(self, allocation_id):
         """Net micro-credits charged to an allocation."""
-        t = models.charges
+        known = self._known.get(('spent', allocation_id))
+        if known is not None:
+            return known
         return self.connection.execute(
-            sa.select(sa.func.coalesce(sa.func.sum(t.c.amount), 0))
-            .where(t.c.allocation_id == allocation_id)).scalar_one()
+            _spent_query(allocation_id)).scalar_one()
+
+    def share(self, project_id, user_id):
+        """The user's share of the project's credits in force
+        (micro-credits), or None (:func:`placement_quota.ledger.shares.
+        share`)."""
+        key = ('share', project_id, user_id)
+        if key in self._known:
+            return self._known[key]
+        return shares.share(self.connection, project_id, user_id)
 
     def charge(self, project_id, lease_row, allocation_id, amount, kind):
         if not amount:
             return
+        self._forget()
         self.connection.execute(models.charges.insert().values(
             project_id=project_id, lease_row=lease_row,
             allocation_id=allocation_id, amount=amount, kind=kind,
@@ -647,10 +725,28 @@ def duration(values):
 def longest_duration(connection):
     """Seconds of the longest entry that counts (0 for none); denied
     and abandoned entries count toward nothing, not even this bound."""
+    return connection.execute(_longest_duration_query()).scalar() or 0
+
+
+def longest_duration_of(txn):
+    """:func:`longest_duration` in the transaction ``txn``, read ahead or
+    not (:meth:`Transaction.read_ahead`)."""
+    known = txn._known.get(('longest_duration',))
+    return known if known is not None else longest_duration(txn.connection)
+
+
+def _longest_duration_query():
     t = models.leases
-    return connection.execute(
-        sa.select(sa.func.max(t.c.duration_s))
-        .where(t.c.state.notin_(models.NOT_COUNTED))).scalar() or 0
+    return (sa.select(sa.func.max(t.c.duration_s))
+            .where(t.c.state.notin_(models.NOT_COUNTED)))
+
+
+def _spent_query(allocation_id):
+    """Net micro-credits charged to the allocation ``allocation_id`` (a
+    value or a column)."""
+    t = models.charges
+    return (sa.select(sa.func.coalesce(sa.func.sum(t.c.amount), 0))
+            .where(t.c.allocation_id == allocation_id))
 
 
 def earliest_start(start, longest):

@@ -308,3 +308,94 @@ class TestFind(EntriesTestCase):
         with self.ledger.transaction() as txn:
             self.assertEqual((row, 'proj-1'),
                              tuple(txn.lease_id_holder('L1')))
+
+
+class TestReadAhead(EntriesTestCase):
+    """The scalars an admission's filters ask for are read in one
+    statement; a write of the transaction forgets them."""
+
+    def setUp(self):
+        super().setUp()
+        self.insert_row(at(10), at(11))
+        self.insert_row(at(10), at(13))
+        self.statements = []
+        sa.event.listen(self.ledger.engine, 'before_cursor_execute',
+                        self._count)
+        self.addCleanup(sa.event.remove, self.ledger.engine,
+                        'before_cursor_execute', self._count)
+
+    def _count(self, conn, cursor, statement, *args):
+        self.statements.append(statement)
+
+    def read(self, txn):
+        before = len(self.statements)
+        found = (txn.open_count(self.project), txn.generation(self.project),
+                 store.longest_duration_of(txn))
+        return found, len(self.statements) - before
+
+    def test_read_ahead_answers_without_a_statement(self):
+        with self.ledger.transaction([self.project]) as txn:
+            before = len(self.statements)
+            txn.read_ahead(self.project, store.READ_AHEAD)
+            self.assertEqual(1, len(self.statements) - before)
+            found, statements = self.read(txn)
+        self.assertEqual(((2, 0, 3 * 86400), 0), (found, statements))
+
+    def test_read_ahead_gives_what_the_statements_give(self):
+        with self.ledger.transaction([self.project]) as txn:
+            expected, _ = self.read(txn)
+            txn.read_ahead(self.project, store.READ_AHEAD)
+            self.assertEqual(expected, self.read(txn)[0])
+
+    def test_one_scalar_is_not_read_ahead(self):
+        with self.ledger.transaction([self.project]) as txn:
+            before = len(self.statements)
+            txn.read_ahead(self.project, ['open_count'])
+            self.assertEqual(0, len(self.statements) - before)
+
+    def test_a_written_lease_is_counted_after_the_read_ahead(self):
+        with self.ledger.transaction([self.project]) as txn:
+            txn.read_ahead(self.project, store.READ_AHEAD)
+            txn.insert(project_id=self.project, lease_id=None,
+                       provisional_key='new', start_date=at(20),
+                       end_date=at(30), state=models.PENDING,
+                       amounts={}, lease={}, hourly_rate=0, charged=0)
+            self.assertEqual(3, txn.open_count(self.project))
+            self.assertEqual(10 * 86400, store.longest_duration_of(txn))
+
+    def test_a_moved_generation_is_read_after_the_read_ahead(self):
+        with self.ledger.transaction([self.project]) as txn:
+            txn.read_ahead(self.project, store.READ_AHEAD)
+            txn.bump_generation(self.project)
+            self.assertEqual(1, txn.generation(self.project))
+
+
+class TestAllocationReadsItsSpendingAlong(base.LedgerTestCase):
+
+    def setUp(self):
+        super().setUp()
+        with self.ledger.transaction() as txn:
+            self.allocation = txn.add_allocation(self.project, 1000)
+            txn.charge(self.project, None, self.allocation, 300, 'create')
+        self.statements = []
+        sa.event.listen(self.ledger.engine, 'before_cursor_execute',
+                        self._count)
+        self.addCleanup(sa.event.remove, self.ledger.engine,
+                        'before_cursor_execute', self._count)
+
+    def _count(self, conn, cursor, statement, *args):
+        self.statements.append(statement)
+
+    def test_spent_and_share_come_with_the_allocation(self):
+        with self.ledger.transaction([self.project]) as txn:
+            before = len(self.statements)
+            row = txn.allocation(self.project, NOW, share_of='alice')
+            found = (txn.spent(row.id), txn.share(self.project, 'alice'))
+            self.assertEqual(1, len(self.statements) - before)
+        self.assertEqual((300, None), found)
+
+    def test_a_charge_is_spent_after_the_allocation_was_read(self):
+        with self.ledger.transaction([self.project]) as txn:
+            row = txn.allocation(self.project, NOW)
+            txn.charge(self.project, None, row.id, 200, 'create')
+            self.assertEqual(500, txn.spent(row.id))
