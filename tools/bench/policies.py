@@ -76,6 +76,7 @@ from placement_quota import conf as pq_conf  # noqa: E402
 from placement_quota import filters  # noqa: E402
 from placement_quota.filters import chain as chain_mod  # noqa: E402
 from placement_quota.filters import nova_quota  # noqa: E402
+from placement_quota.ledger.db import locks  # noqa: E402
 from placement_quota.ledger import models  # noqa: E402
 from placement_quota.ledger import store  # noqa: E402
 from placement_quota.placement import client as placement_client  # noqa
@@ -171,6 +172,13 @@ def seed_ledger(ledger, projects, leases, hosts, rng):
             connection.execute(models.credit_allocations.insert().values(
                 project_id=pid, amount=store.to_micro(10 ** 9),
                 created_at=now))
+        # The lock rows a ledger that grew to this size through
+        # admissions has: every project's, every host's capacity pool and
+        # the cloud's.
+        connection.execute(models.projects.insert(), [
+            {'project_id': key, 'created_at': now} for key in
+            names + [locks.host_pool_lock(name) for name, _ in hosts] +
+            [models.GLOBAL_LOCK]])
     analyze(ledger.engine)
 
 
