@@ -175,7 +175,8 @@ def seed_ledger(ledger, projects, leases, hosts, rng):
         # The lock rows a ledger that grew to this size through
         # admissions has: every project's, every host's capacity pool and
         # the cloud's.
-        connection.execute(models.projects.insert(), [
+        connection.execute(locks.insert_ignoring_duplicates(
+            ledger.engine.dialect.name, models.projects), [
             {'project_id': key, 'created_at': now} for key in
             names + [locks.host_pool_lock(name) for name, _ in hosts] +
             [models.GLOBAL_LOCK]])
