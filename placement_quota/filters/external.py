@@ -175,7 +175,9 @@ class ExternalServiceFilter(base.BaseFilter):
         return endpoints
 
     def _tls_options(self):
-        verify = True
+        # requests' default (its session's verify: a CA bundle the
+        # environment names, read once by sessions.skip_environment).
+        verify = self._http.verify
         if self.options.insecure:
             verify = False
         elif self.options.cafile:

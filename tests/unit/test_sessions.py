@@ -117,9 +117,45 @@ class TestEnvironment(testtools.TestCase):
         self.assertEqual([], sessions.environment_used(
             {'HOME': self.home, 'http_proxy': ''}))
 
-    def test_a_ca_bundle_is_used(self):
-        self.assertEqual(['REQUESTS_CA_BUNDLE'], sessions.environment_used(
+    def test_a_ca_bundle_is_read_once_not_at_every_call(self):
+        self.assertEqual([], sessions.environment_used(
             {'HOME': self.home, 'REQUESTS_CA_BUNDLE': '/etc/ca.pem'}))
+
+    def test_requests_bundle_comes_before_curls(self):
+        self.assertEqual('/etc/a.pem', sessions.ca_bundle(
+            {'CURL_CA_BUNDLE': '/etc/b.pem',
+             'REQUESTS_CA_BUNDLE': '/etc/a.pem'}))
+
+    def test_the_bundle_becomes_the_sessions_verify(self):
+        session = sessions.skip_environment(
+            requests.Session(),
+            {'HOME': self.home, 'CURL_CA_BUNDLE': '/etc/b.pem'})
+        self.assertEqual((False, '/etc/b.pem'),
+                         (session.trust_env, session.verify))
+
+    def test_the_bundle_becomes_keystoneauths_verify(self):
+        session = ks_session.Session()
+        sessions.skip_environment(
+            session.session,
+            {'HOME': self.home, 'REQUESTS_CA_BUNDLE': '/etc/a.pem'},
+            holder=session)
+        self.assertEqual('/etc/a.pem', session.verify)
+
+    def test_a_configured_ca_file_is_kept(self):
+        session = ks_session.Session(verify='/etc/mine.pem')
+        sessions.skip_environment(
+            session.session,
+            {'HOME': self.home, 'REQUESTS_CA_BUNDLE': '/etc/a.pem'},
+            holder=session)
+        self.assertEqual('/etc/mine.pem', session.verify)
+
+    def test_verification_turned_off_stays_off(self):
+        session = ks_session.Session(verify=False)
+        sessions.skip_environment(
+            session.session,
+            {'HOME': self.home, 'REQUESTS_CA_BUNDLE': '/etc/a.pem'},
+            holder=session)
+        self.assertFalse(session.verify)
 
     def test_a_netrc_file_in_home_is_used(self):
         open(os.path.join(self.home, '.netrc'), 'w').close()
