@@ -122,6 +122,10 @@ class Plan:
     #: The ledger scalars the filters' checks ask for, read in one
     #: statement once the locks are held (``reads_ahead``).
     read_ahead: tuple = ()
+    #: The projects whose leases over the lease's window the filters'
+    #: checks count (``interval_projects``): read in one statement, which
+    #: answers each filter's read of some of them.
+    interval_projects: frozenset = frozenset()
 
 
 def read_hosts(host_resources, lease):
@@ -209,6 +213,11 @@ def plan(services, filters, kind, context, lease, guard=unguarded):
         return found
     found.read_ahead = tuple(sorted({
         name for f in admitted for name in getattr(f, 'reads_ahead', ())}))
+    for filter_ in admitted:
+        declared = getattr(filter_, 'interval_projects', None)
+        if declared is not None:
+            with guard(filter_, kind, context, 'locks'):
+                found.interval_projects |= frozenset(declared(context))
     # The prepare steps and the hosts' read wait on other services: side
     # by side, before any lock is taken.
     preparing = [f for f in admitted if _prepares(f)]
@@ -280,7 +289,8 @@ def run(services, found, kind, context, lease, decide, current_lease=None,
                         current_lease, found.locks, host_resources,
                         found.prepared, found.flavors,
                         record=record,
-                        read_ahead=found.read_ahead) as adm:
+                        read_ahead=found.read_ahead,
+                        interval_projects=found.interval_projects) as adm:
                     decide(adm)
             return
         except Exception as exc:

@@ -60,6 +60,7 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
         self._source = None
         self._built = None   # (monotonic time, tree, source version)
         self._request = threading.local()
+        self._resources_known = None   # (tree, its resources)
 
     def _tree(self):
         """The project tree: built once from a local source (the embedded
@@ -101,6 +102,28 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
                 return [root]
         return []
 
+    def interval_projects(self, context):
+        """The projects whose leases :meth:`check` counts: the project's
+        family (its tree's root and the root's children), read with the
+        project's own for the other filters (called after
+        :meth:`ledger_locks`, on the tree it read)."""
+        handed = getattr(self._request, 'tree', None)
+        tree = handed[1] if handed and handed[0] == context.project_id \
+            else self._tree()
+        if context.project_id not in tree:
+            return [context.project_id]
+        return tree.family(context.project_id)
+
+    def _tree_resources(self, tree):
+        """``tree.resources()``, computed once a tree (the tree this
+        filter reads is built anew when its source changes, never
+        changed in place)."""
+        known = self._resources_known
+        if known is None or known[0] is not tree:
+            known = (tree, frozenset(tree.resources()))
+            self._resources_known = known
+        return known[1]
+
     def _request_tree(self, project_id):
         handed = getattr(self._request, 'tree', None)
         self._request.tree = None
@@ -110,7 +133,7 @@ class ProjectTreeLimitFilter(ledger_base.LedgerFilter):
 
     def _resources(self, tree, asked):
         listed = self.conf.enforcement.tree_limit_resources
-        names = set(listed) if listed else set(tree.resources())
+        names = set(listed) if listed else self._tree_resources(tree)
         return sorted(r for r in asked if r in names and asked[r] > 0)
 
     def _limit(self, tree, project_id, resource):

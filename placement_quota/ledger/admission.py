@@ -93,6 +93,9 @@ class Admission:
         self.flavors = flavors
         #: What each filter's ``prepare`` read before the locks, by filter.
         self.prepared = dict(prepared or {})
+        #: Projects whose intervals the filters will count: a read of
+        #: some of them reads them all, once (:meth:`intervals`).
+        self.interval_projects = frozenset()
         self._amounts = None
         # Set by a pricing policy (CreditFilter): micro-credits per hour,
         # the allocation charged, and whether it priced this request.
@@ -190,6 +193,14 @@ class Admission:
             project_ids = [self.project_id]
         elif project_ids == models.GLOBAL_LOCK:
             project_ids = None
+        if (project_ids is not None and not with_lease and
+                self.interval_projects.issuperset(project_ids)):
+            wanted = set(project_ids)
+            return [(interval, row) for interval, row in
+                    self.txn.intervals(self.start, self.end,
+                                       sorted(self.interval_projects),
+                                       exclude=self.exclude, remember=True)
+                    if row.project_id in wanted]
         return self.txn.intervals(self.start, self.end, project_ids,
                                   exclude=self.exclude,
                                   with_lease=with_lease)
@@ -288,9 +299,9 @@ class Admission:
         charge = self.cost() if self.priced else 0
         values.update(state=models.PENDING, charged=charge)
         values.setdefault('hourly_rate', 0)
-        row = self.txn.insert(**values)
-        self.txn.charge(self.project_id, row, self.allocation_id, charge,
-                        models.CHARGE_CREATE)
+        row = self.txn.insert(
+            charge=(self.allocation_id, charge, models.CHARGE_CREATE),
+            **values)
         transitions.charge_pools(self.txn, self.project_id, row, {},
                                  values.get('pool_charges') or {},
                                  models.CHARGE_CREATE)
@@ -341,7 +352,7 @@ class _DryRun(Exception):
 @contextlib.contextmanager
 def admit(ledger, kind, context, lease, current_lease=None, locks=(),
           host_resources=None, prepared=None, flavors=None, record=True,
-          read_ahead=()):
+          read_ahead=(), interval_projects=()):
     """Open an admission: lock, decide, record.
 
     The block decides (raising denies); the entry is recorded when it
@@ -356,7 +367,9 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
 
     ``read_ahead``: ledger scalars the block will ask for
     (:meth:`~placement_quota.ledger.store.Transaction.read_ahead`), read
-    in one statement once the locks are held.
+    in one statement once the locks are held. ``interval_projects``:
+    projects whose intervals the block will count (:meth:`Admission.
+    intervals` of any of them reads those of all in one statement).
     """
     started = time.perf_counter()
     try:
@@ -364,6 +377,7 @@ def admit(ledger, kind, context, lease, current_lease=None, locks=(),
             metrics.LOCK_WAIT_SECONDS.observe(time.perf_counter() - started)
             adm = Admission(txn, kind, context, lease, current_lease,
                             host_resources, prepared, flavors)
+            adm.interval_projects = frozenset(interval_projects)
             txn.read_ahead(context.project_id, read_ahead, adm.exclude)
             yield adm
             if not record:

@@ -503,12 +503,25 @@ class Transaction:
             .where(t.c.lease_id == lease_id)).first()
 
     def intervals(self, start, end, project_ids=None, exclude=None,
-                  with_lease=False, with_names=False):
+                  with_lease=False, with_names=False, remember=False):
         """``[(window.Interval, row)]`` of every live entry overlapping
         ``[start, end)``: of ``project_ids``, or of every project. The row
         has ``id``, ``project_id``, ``user_id``, ``with_lease`` the stored
         lease and ``with_names`` the lease's ``lease_id`` and ``name``
-        (how a message names it)."""
+        (how a message names it). ``remember``: the same call answers
+        again without a statement until this transaction writes."""
+        key = ('intervals', start, end, exclude, with_lease, with_names,
+               None if project_ids is None else tuple(project_ids))
+        if remember and key in self._known:
+            return self._known[key]
+        found = self._intervals(start, end, project_ids, exclude,
+                                with_lease, with_names)
+        if remember:
+            self._known[key] = found
+        return found
+
+    def _intervals(self, start, end, project_ids, exclude, with_lease,
+                   with_names):
         t = models.leases
         columns = [t.c.id, t.c.project_id, t.c.user_id, t.c.start_date,
                    t.c.effective_end, t.c.amounts]
@@ -581,7 +594,10 @@ class Transaction:
             query = query.where(t.c.id != exclude)
         return query
 
-    def insert(self, **values):
+    def insert(self, charge=None, **values):
+        """Insert an entry of ``values``; its row ID. ``charge``: ``(
+        allocation_id, amount, kind)`` of its first :meth:`charge`,
+        written with it (on PostgreSQL in the same statement)."""
         self._forget()
         values.setdefault('created_at', self.now)
         values.setdefault('effective_end', values['end_date'])
@@ -590,9 +606,33 @@ class Transaction:
             values['amounts'], values.get('lease')))
         values['resource_type'] = accounting.resource_type(
             values.get('lease'))
-        result = self.connection.execute(
-            models.leases.insert().values(**values))
-        return result.inserted_primary_key[0]
+        insert = models.leases.insert().values(**values)
+        if charge is not None and charge[1] and \
+                self.ledger.dialect == 'postgresql':
+            return self.connection.execute(
+                self._charge_of_new(insert, values['project_id'], *charge)
+            ).scalar_one()
+        row = self.connection.execute(insert).inserted_primary_key[0]
+        if charge is not None:
+            self.charge(values['project_id'], row, *charge)
+        return row
+
+    def _charge_of_new(self, insert, project_id, allocation_id, amount,
+                       kind):
+        """One statement inserting the entry of ``insert`` and its first
+        charge (a data-modifying ``WITH`` of PostgreSQL), returning the
+        entry's row ID."""
+        t = models.charges
+        new = insert.returning(models.leases.c.id).cte('new_entry')
+        return t.insert().from_select(
+            ['project_id', 'lease_row', 'allocation_id', 'amount', 'kind',
+             'at'],
+            sa.select(sa.literal(project_id, t.c.project_id.type), new.c.id,
+                      sa.literal(allocation_id, t.c.allocation_id.type),
+                      sa.literal(amount, t.c.amount.type),
+                      sa.literal(kind, t.c.kind.type),
+                      sa.literal(self.now, t.c.at.type))
+        ).returning(t.c.lease_row)
 
     def update(self, row_id, **values):
         values.setdefault('updated_at', self.now)

@@ -15,6 +15,7 @@ through a filter chain of ledger filters."""
 import datetime
 
 import fixtures
+import sqlalchemy as sa
 
 from placement_quota.filters import base as filters_base
 from placement_quota.filters import chain as chain_mod
@@ -581,3 +582,42 @@ class TestEndedLeaseThroughFilters(AdmissionTestCase):
                 day(2), day(5), hosts('a'), name='l', lease_id=LEASE_ID),
             via=alone)
         self.assertEqual('ledger', denial.filter_name)
+
+
+class TestIntervalProjects(AdmissionTestCase):
+    """The projects whose intervals the filters count are read once, in
+    one statement, whichever of them a filter asks for."""
+
+    def setUp(self):
+        super().setUp()
+        self.admit_create(lease(day(2), day(4), hosts('a')))
+        self.admit_create(lease(day(3), day(5), hosts('b')), project='q')
+        self.statements = []
+        sa.event.listen(self.ledger.engine, 'before_cursor_execute',
+                        self._count)
+        self.addCleanup(sa.event.remove, self.ledger.engine,
+                        'before_cursor_execute', self._count)
+
+    def _count(self, conn, cursor, statement, *args):
+        self.statements.append(statement)
+
+    def read_both(self, interval_projects):
+        context = lease_model.Context.coerce(self.context())
+        with admission.admit(
+                self.ledger, admission.CHECK_CREATE, context,
+                lease_model.Lease.coerce(lease(day(1), day(6), hosts('c'))),
+                interval_projects=interval_projects, record=False) as adm:
+            before = len(self.statements)
+            own = adm.intervals()
+            family = adm.intervals([self.project, 'q'])
+            read = len(self.statements) - before
+        return ([row.project_id for _, row in own],
+                sorted(row.project_id for _, row in family), read)
+
+    def test_the_project_and_its_family_come_from_one_statement(self):
+        self.assertEqual(([self.project], sorted([self.project, 'q']), 1),
+                         self.read_both({self.project, 'q'}))
+
+    def test_without_them_each_read_is_a_statement(self):
+        self.assertEqual(([self.project], sorted([self.project, 'q']), 2),
+                         self.read_both(()))
