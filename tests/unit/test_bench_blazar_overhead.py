@@ -102,3 +102,20 @@ class TestPairedReading(testtools.TestCase):
         result = bench.judge(times)
         self.assertEqual(101.0, result['overhead_pct'])
         self.assertEqual(1.0, result['paired_overhead_pct'])
+
+
+class TestServiceSplit(testtools.TestCase):
+
+    def test_each_part_is_its_time_between_readings_a_check_create(self):
+        before = {'check-create': (4, 1.0), 'placement': (8, 0.5),
+                  'locks': (4, 0.01)}
+        after = {'check-create': (14, 2.0), 'placement': (28, 1.3),
+                 'locks': (14, 0.06)}
+        self.assertEqual(
+            (10, {'check-create': 100.0, 'placement': 80.0, 'locks': 5.0}),
+            bench.split_ms(before, after))
+
+    def test_no_check_create_between_readings_is_no_split(self):
+        reading = {'check-create': (4, 1.0), 'placement': (8, 0.5),
+                   'locks': (4, 0.01)}
+        self.assertEqual((0, {}), bench.split_ms(reading, reading))

@@ -103,7 +103,10 @@ WATCHDOG = 3600
 WITH, WITHOUT = 'with', 'without'
 #: Where the creates go: the first in 2030, a day apart.
 START = datetime.datetime(2030, 1, 1)
-REQUEST_SECONDS = 'placement_quota_request_duration_seconds'
+#: The histograms of our service's ``/metrics`` the split is read from.
+SPLIT = {'placement_quota_request_duration_seconds': 'check-create',
+         'placement_quota_placement_request_duration_seconds': 'placement',
+         'placement_quota_ledger_lock_wait_seconds': 'locks'}
 
 
 class BenchError(Exception):
@@ -148,22 +151,37 @@ def judge(times):
             'goal_met': pct < GOAL_PCT}
 
 
-def check_create_seconds(url):
-    """``(count, seconds)`` of the check-creates the service at ``url``
-    answered so far, from its ``/metrics``."""
+def service_seconds(url):
+    """``{what: (count, seconds)}`` from the ``/metrics`` of our service
+    at ``url``: ``check-create`` (its answers), ``placement`` (its calls
+    to Placement) and ``locks`` (an admission's wait for its ledger
+    locks), each since the service started."""
     text = requests.get(url + '/metrics', timeout=30).text
-    count = total = 0.0
+    found = {what: [0, 0.0] for what in SPLIT.values()}
     for family in prom_parser.text_string_to_metric_families(text):
-        if family.name != REQUEST_SECONDS:
+        what = SPLIT.get(family.name)
+        if what is None:
             continue
         for sample in family.samples:
-            if 'check-create' not in sample.labels.get('route', ''):
+            if (what == 'check-create' and
+                    'check-create' not in sample.labels.get('route', '')):
                 continue
             if sample.name.endswith('_count'):
-                count += sample.value
+                found[what][0] += int(sample.value)
             elif sample.name.endswith('_sum'):
-                total += sample.value
-    return int(count), total
+                found[what][1] += sample.value
+    return {what: tuple(value) for what, value in found.items()}
+
+
+def split_ms(before, after):
+    """Milliseconds a check-create, by part (see :func:`service_seconds`),
+    between two readings; the check-creates counted."""
+    checks = after['check-create'][0] - before['check-create'][0]
+    if not checks:
+        return 0, {}
+    return checks, {
+        what: round((after[what][1] - before[what][1]) / checks * 1000, 2)
+        for what in after}
 
 
 class Setup:
@@ -275,19 +293,18 @@ def create_and_delete(client, i):
 
 def run(setup, creates, warmup):
     """``{WITH: [s], WITHOUT: [s]}`` of ``creates`` timed creates each,
-    after ``warmup`` untimed pairs, and the service's check-creates of
-    the timed ones (``(count, seconds)``)."""
+    after ``warmup`` untimed pairs, and the service's figures of the
+    timed ones (:func:`split_ms`)."""
     i = 0
     for who in order(warmup):
         create_and_delete(setup.clients[who], i)
         i += 1
-    before = check_create_seconds(setup.service_url)
+    before = service_seconds(setup.service_url)
     times = {WITH: [], WITHOUT: []}
     for who in order(creates):
         times[who].append(create_and_delete(setup.clients[who], i))
         i += 1
-    after = check_create_seconds(setup.service_url)
-    return times, (after[0] - before[0], after[1] - before[1])
+    return times, split_ms(before, service_seconds(setup.service_url))
 
 
 def parse_args(argv=None):
@@ -323,7 +340,7 @@ def main(argv=None, watchdog=False):
     setup = None
     try:
         setup = Setup(args)
-        times, (checks, check_s) = run(setup, args.creates, args.warmup)
+        times, (checks, split) = run(setup, args.creates, args.warmup)
     except (BenchError, RuntimeError,
             blazar_exception.BlazarClientException) as exc:
         print('blazar_overhead: %s' % exc, file=sys.stderr)
@@ -334,7 +351,7 @@ def main(argv=None, watchdog=False):
         if watchdog:
             faulthandler.cancel_dump_traceback_later()
     result = judge(times)
-    service_ms = check_s / checks * 1000 if checks else None
+    service_ms = split.get('check-create')
     result.update({
         'order': 'with, without, with, without...',
         'warmup_pairs': args.warmup,
@@ -350,6 +367,9 @@ def main(argv=None, watchdog=False):
         'service_share_pct': (
             round(service_ms / 10 / result['median_s_without'], 2)
             if service_ms is not None else None),
+        # Milliseconds a check-create: in Placement calls, waiting for
+        # the ledger's locks (the deletes' on-end calls included).
+        'service_split_ms': split,
         'seed_s': round(setup.seed_s, 1),
         'times_s': {who: [round(t, 4) for t in values]
                     for who, values in times.items()}})
