@@ -37,6 +37,9 @@ class TestCommandLine(testtools.TestCase):
     def test_a_negative_warmup_is_refused(self):
         self.assertRaises(SystemExit, self.parse, '--warmup', '-1')
 
+    def test_placement_is_read_live_by_default(self):
+        self.assertEqual(0, self.parse().capacity_max_age)
+
 
 class TestOrder(testtools.TestCase):
 

@@ -28,7 +28,8 @@ fixture's test double of the dummy VM plugin for ``virtual:instance``):
   node of the Placement is eligible: the test double allocates no host),
   on a SQLite ledger seeded with ``--ledger-leases`` leases
   (``policies.seed_ledger``, in 2030, over ``--projects`` projects plus
-  the user's), the Placement read live and the Nova quota from a file;
+  the user's), the Placement read live (``--capacity-max-age`` 0, the
+  default; more uses the capacity view) and the Nova quota from a file;
 * **without**: no ``[enforcement]`` filter at all.
 
 Why two Blazars rather than one switched per create: Blazar reads
@@ -52,7 +53,7 @@ connections, token caches, the first trust). Our lifecycle listener is
 not run: it consumes notifications after the create has answered.
 
     python tools/bench/blazar_overhead.py [--creates 30] [--hosts 100]
-        [--ledger-leases 10000]
+        [--ledger-leases 10000] [--capacity-max-age 0]
 
 prints one JSON object on stdout (``creates``, ``median_s_without``,
 ``median_s_with``, ``overhead_pct``, ``goal_met``: the overhead of the
@@ -229,6 +230,9 @@ class Setup:
         config = admission_scale.write_config(
             self.workdir, ledger_url, self.placement.url, projects,
             'allocations')
+        with open(config, 'a') as f:
+            f.write('[enforcement]\ncapacity_max_age = %d\n'
+                    % args.capacity_max_age)
         self.service, self.service_url = admission_scale.start_service(
             config)
 
@@ -321,13 +325,18 @@ def parse_args(argv=None):
     parser.add_argument('--projects', type=common.positive, default=100,
                         help='projects the ledger\'s leases belong to '
                         '(default: 100)')
+    parser.add_argument('--capacity-max-age', type=int, default=0,
+                        help='[enforcement] capacity_max_age of our service '
+                        '(default: 0, Placement read live, as configured '
+                        'by default)')
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--timeout', type=common.positive, default=WATCHDOG,
                         help='seconds after which the command gives up, '
                         'printing where it was (default: %d)' % WATCHDOG)
     args = parser.parse_args(argv)
-    if args.warmup < 0 or args.ledger_leases < 0:
-        parser.error('--warmup and --ledger-leases must be 0 or more')
+    if min(args.warmup, args.ledger_leases, args.capacity_max_age) < 0:
+        parser.error('--warmup, --ledger-leases and --capacity-max-age '
+                     'must be 0 or more')
     return args
 
 
@@ -357,6 +366,7 @@ def main(argv=None, watchdog=False):
         'warmup_pairs': args.warmup,
         'enforcement': 'ExternalServiceFilter -> placement-quota serve',
         'filters': policies.FILTERS,
+        'capacity_max_age': args.capacity_max_age,
         'hosts': args.hosts, 'ledger_leases': args.ledger_leases,
         'lease': {'reservations': [e2e.instance_reservation()],
                   'start': START.isoformat(), 'days': 1},
