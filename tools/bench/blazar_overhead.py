@@ -377,8 +377,9 @@ def main(argv=None, watchdog=False):
         'service_share_pct': (
             round(service_ms / 10 / result['median_s_without'], 2)
             if service_ms is not None else None),
-        # Milliseconds a check-create: in Placement calls, waiting for
-        # the ledger's locks (the deletes' on-end calls included).
+        # Milliseconds a check-create: answering it, in Placement calls
+        # (every call, background reads included) and waiting for the
+        # ledger's locks (those of the deletes' on-end calls included).
         'service_split_ms': split,
         'seed_s': round(setup.seed_s, 1),
         'times_s': {who: [round(t, 4) for t in values]
