@@ -263,21 +263,19 @@ class Setup:
         for server in self.blazars.values():
             server.stop()
         self.blazars = {}
-        if self.service is not None:
-            admission_scale.stop(self.service)
-            self.service = None
         for vhost in self.vhosts:
             try:
                 self.rabbit.delete_vhost(vhost)
             except Exception:  # the node goes at exit anyway
                 pass
         self.vhosts = []
-        if self.placement is not None:
-            self.placement.stop()
-            self.placement = None
-        if self.keystone is not None:
-            self.keystone.cleanUp()
-            self.keystone = None
+        stops = ((self.service, admission_scale.stop),
+                 (self.placement, lambda server: server.stop()),
+                 (self.keystone, lambda fixture: fixture.cleanUp()))
+        self.service = self.placement = self.keystone = None
+        for part, stop in stops:
+            if part is not None:
+                stop(part)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
@@ -311,33 +309,37 @@ def run(setup, creates, warmup):
     return times, split_ms(before, service_seconds(setup.service_url))
 
 
+def non_negative(text):
+    """An argparse type: an integer of at least 0."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError('must be 0 or more, not %s' % text)
+    return value
+
+
+#: The command line: ``(option, type, default, help)``.
+OPTIONS = (
+    ('--creates', common.positive, 30, 'timed creates on each Blazar'),
+    ('--warmup', non_negative, 3, 'untimed pairs of creates first'),
+    ('--hosts', common.positive, 100, 'compute nodes in Placement'),
+    ('--ledger-leases', non_negative, 10000,
+     'leases in the ledger before the run'),
+    ('--projects', common.positive, 100,
+     'projects the ledger\'s leases belong to'),
+    ('--capacity-max-age', non_negative, 0, '[enforcement] capacity_max_age '
+     'of our service; 0 reads Placement live, as configured by default'),
+    ('--seed', int, 42, 'seed of the ledger\'s leases'),
+    ('--timeout', common.positive, WATCHDOG, 'seconds after which the '
+     'command gives up, printing where it was'),
+)
+
+
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--creates', type=common.positive, default=30,
-                        help='timed creates on each Blazar (default: 30)')
-    parser.add_argument('--warmup', type=int, default=3,
-                        help='untimed pairs of creates first (default: 3)')
-    parser.add_argument('--hosts', type=common.positive, default=100,
-                        help='compute nodes in Placement (default: 100)')
-    parser.add_argument('--ledger-leases', type=int, default=10000,
-                        help='leases in the ledger before the run '
-                        '(default: 10000)')
-    parser.add_argument('--projects', type=common.positive, default=100,
-                        help='projects the ledger\'s leases belong to '
-                        '(default: 100)')
-    parser.add_argument('--capacity-max-age', type=int, default=0,
-                        help='[enforcement] capacity_max_age of our service '
-                        '(default: 0, Placement read live, as configured '
-                        'by default)')
-    parser.add_argument('--seed', type=int, default=42)
-    parser.add_argument('--timeout', type=common.positive, default=WATCHDOG,
-                        help='seconds after which the command gives up, '
-                        'printing where it was (default: %d)' % WATCHDOG)
-    args = parser.parse_args(argv)
-    if min(args.warmup, args.ledger_leases, args.capacity_max_age) < 0:
-        parser.error('--warmup, --ledger-leases and --capacity-max-age '
-                     'must be 0 or more')
-    return args
+    for option, kind, default, text in OPTIONS:
+        parser.add_argument(option, type=kind, default=default,
+                            help='%s (default: %s)' % (text, default))
+    return parser.parse_args(argv)
 
 
 def main(argv=None, watchdog=False):
