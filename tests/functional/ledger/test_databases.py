@@ -33,6 +33,7 @@ import fixtures
 import requests
 import sqlalchemy as sa
 
+from placement_quota.ledger.db import locks
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger import models
 from placement_quota.ledger import shares
@@ -141,6 +142,35 @@ class Migrations:
             txn.charge('p', row, allocation, -store.to_micro(1.25), 'end')
         with ledger.transaction() as txn:
             self.assertEqual(store.to_micro(2.25), txn.spent(allocation))
+
+    def test_an_entry_and_its_first_charge_are_written_together(self):
+        ledger = self.migrated()
+        with ledger.transaction(['p']) as txn:
+            allocation = txn.add_allocation('p', store.to_micro(10))
+            row = txn.insert(
+                charge=(allocation, store.to_micro(2), 'create'),
+                project_id='p', provisional_key='k', start_date=base.NOW,
+                end_date=base.NOW, state='pending', amounts={}, lease={},
+                hourly_rate=0, charged=store.to_micro(2))
+        with ledger.transaction() as txn:
+            charged = [(c.lease_row, c.amount, c.kind)
+                       for c in txn.connection.execute(
+                           models.charges.select())]
+            entry = txn.entry(row)
+        self.assertEqual(([(row, store.to_micro(2), 'create')], 'k'),
+                         (charged, entry.provisional_key))
+
+    def test_first_locks_make_their_rows_and_are_held_in_lock_order(self):
+        ledger = self.migrated()
+        wanted = [locks.shared(models.GLOBAL_LOCK),
+                  locks.host_pool_lock('cn-1'), 'new-project']
+        with ledger.transaction(wanted) as txn:
+            held = list(txn.locked)
+        with ledger.transaction() as txn:
+            rows = {r.project_id for r in txn.connection.execute(
+                models.projects.select())}
+        self.assertEqual(locks.lock_order(wanted), held)
+        self.assertTrue({'new-project', '*pool:host:cn-1', '*'} <= rows)
 
 
 class ServiceProcess:
