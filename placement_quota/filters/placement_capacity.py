@@ -146,8 +146,9 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                  'inventories, usages and traits answers instead; it is '
                  'refreshed in the background every max_age / 2 seconds '
                  '(one provider listing, then only the providers whose '
-                 'generation moved) and before a decision when older than '
-                 'max_age, and Placement is read live anyway when fewer '
+                 'generation moved); a decision finding it older than '
+                 'max_age reads Placement live rather than wait for the '
+                 'refresh, and Placement is read live anyway when fewer '
                  'than twice the asked instances fit (near the limit) or '
                  'for nested and sharing providers. The default keeps '
                  'every decision exact; a few seconds limits what a '
@@ -178,7 +179,9 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
         ``capacity_max_age / 2`` seconds from its first use."""
         max_age = self.conf.enforcement.capacity_max_age
         if self._view is None:
-            view = capacity_view.CapacityView(client)
+            # Its listings keep the provider directory's names too.
+            view = capacity_view.CapacityView(
+                client, directory=self.services.provider_directory)
             weakref.finalize(self, view.stop, 0)
             self._view = view
             # The reserved hosts' inventories come from it too.
@@ -204,9 +207,14 @@ class PlacementCapacityFilter(ledger_base.LedgerFilter):
                 LOG.debug('Capacity of %s read live: the view is being '
                           'read for the first time.', text)
             else:
-                age = view.ensure_fresh(max_age)
-                room = view.room(size, traits, among)
-                if room is None:
+                age = view.fresh(max_age)
+                room = None if age is None else view.room(size, traits,
+                                                          among)
+                if age is None:
+                    LOG.debug('Capacity of %s read live: the view is older '
+                              'than %d s and being refreshed.', text,
+                              max_age)
+                elif room is None:
                     LOG.debug('Capacity of %s read live: nested or sharing '
                               'providers hold a requested class.', text)
                 elif capacity_view.near_limit(room, size, amount):

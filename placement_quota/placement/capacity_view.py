@@ -31,6 +31,26 @@ generation 0 has nothing to read (the rule
 providers). After a refresh the view is at least as new as the moment the
 listing was asked for: :meth:`CapacityView.age` counts from then.
 
+That listing is the cheapest way Placement offers to learn what changed:
+one call, whatever the number of providers (no call filters providers by
+generation, and the inventories, usages and traits of several providers
+cannot be read in one call), where reading every provider again would be
+three calls each. It is still the largest answer Placement gives (7.8 MB
+at 10,000 providers), so it is decoded one provider at a time
+(:meth:`~placement_quota.placement.client.PlacementClient.get_items`),
+keeping of each only its UUID, name, generation and tree: decoded in one
+call it would hold the interpreter lock for 0.3 s and stop every
+decision of the process meanwhile. The listing also refreshes the
+services' :class:`~placement_quota.placement.directory.ProviderDirectory`
+when the view is given it, which then lists nothing itself.
+
+A refresh never makes a decision wait: the answers come from the last
+complete refresh (the providers, their names and the index of their trees
+replaced at once when a refresh ends), and a decision finding the view
+older than it may be while the background thread refreshes it reads
+Placement live (:meth:`CapacityView.fresh`) instead of waiting for the
+refresh to end (at 10,000 providers a refresh takes about a second).
+
 One kind of change does not move a generation: Placement deletes a
 consumer's allocations (``DELETE /allocations/{consumer}``, or a consumer
 moved away from a provider) without bumping the providers they were on.
@@ -59,6 +79,7 @@ aggregates the view does not follow), the answer is None: the caller must
 read Placement live.
 """
 
+import bisect
 import dataclasses
 import threading
 import time
@@ -103,15 +124,85 @@ class ProviderState:
         return {rc: c.free for rc, c in self.capacities.items()}
 
 
+@dataclasses.dataclass(frozen=True)
+class Listed:
+    """What the view keeps of one entry of ``GET /resource_providers``."""
+
+    uuid: str
+    name: str
+    generation: int
+    root: str
+    parent: typing.Optional[str]
+
+    @classmethod
+    def of(cls, entry: typing.Mapping) -> 'Listed':
+        return cls(entry['uuid'], entry['name'], entry['generation'],
+                   entry.get('root_provider_uuid') or entry['uuid'],
+                   entry.get('parent_provider_uuid'))
+
+
+def list_providers(client: placement_client.PlacementClient
+                   ) -> typing.List[Listed]:
+    """Every provider of ``GET /resource_providers``, as :class:`Listed`
+    (decoded one at a time: see the module docstring)."""
+    return client.get_items('/resource_providers', 'resource_providers',
+                            Listed.of)
+
+
+class Snapshot:
+    """The view as its last refresh left it; replaced whole, never
+    changed (but for :attr:`memo`), so a reader holding one sees one
+    refresh.
+
+    :ivar providers: UUID -> :class:`ProviderState`.
+    :ivar names: provider name -> UUID.
+    :ivar trees: root UUID -> the UUIDs of its tree.
+    :ivar sharing: the classes some sharing provider has inventory of.
+    :ivar memo: whole-cloud answers of :meth:`CapacityView.room` made of
+        this snapshot, by request.
+    """
+
+    def __init__(self, providers, names, as_of):
+        self.providers = providers
+        self.names = names
+        self.as_of = as_of
+        self.trees = {}
+        sharing = set()
+        for state in providers.values():
+            self.trees.setdefault(state.root, []).append(state.uuid)
+            if SHARING_TRAIT in state.traits:
+                sharing.update(state.capacities)
+        self.sharing = frozenset(sharing)
+        self.memo = {}
+
+    def room(self, request, traits, among):
+        """:func:`room_of` of these providers, reading only the trees of
+        ``among`` when given (and the whole-cloud answer made once)."""
+        request = usage_room.validate_request(request)
+        if among is None:
+            key = (tuple(sorted(request.items())),
+                   tuple(sorted((traits or {}).items())))
+            if key not in self.memo:
+                self.memo[key] = room_of(self.providers, request, traits)
+            found = self.memo[key]
+            return None if found is None else dict(found)
+        if self.sharing.intersection(request):
+            return None  # a sharing provider could lend room
+        providers = self.providers
+        members = {uuid: providers[uuid] for root in among
+                   for uuid in self.trees.get(root, ())}
+        return room_of(members, request, traits, among)
+
+
 def read_state(client: placement_client.PlacementClient,
-               listed: typing.Mapping) -> ProviderState:
-    """A :class:`ProviderState` of the provider ``listed`` (an entry of
-    ``GET /resource_providers``): three calls (inventories, usages,
-    traits), with their generations checked against each other.
+               listed: Listed) -> ProviderState:
+    """A :class:`ProviderState` of the provider ``listed`` (a
+    :class:`Listed`): three calls (inventories, usages, traits), with their
+    generations checked against each other.
 
     :raises placement_client.NotFound: when the provider is gone.
     """
-    uuid = listed['uuid']
+    uuid = listed.uuid
     for _attempt in range(usage_room.CONSISTENT_READ_ATTEMPTS):
         inventories, usages = usage_room.read_provider(client, uuid)
         traits = client.get('/resource_providers/%s/traits' % uuid)
@@ -122,8 +213,7 @@ def read_state(client: placement_client.PlacementClient,
     else:
         generation = -1
     return ProviderState(
-        uuid, listed.get('root_provider_uuid') or uuid,
-        listed.get('parent_provider_uuid'), generation,
+        uuid, listed.root, listed.parent, generation,
         usage_room.combine(inventories['inventories'], usages['usages']),
         frozenset(traits['traits']))
 
@@ -143,33 +233,40 @@ class CapacityView:
     :param client: a
         :class:`~placement_quota.placement.client.PlacementClient`.
     :param clock: seconds, monotonic (tests pass a fake one).
+    :param directory: a :class:`~placement_quota.placement.directory.
+        ProviderDirectory` given each listing (it then lists nothing
+        itself while the view refreshes).
     :ivar reads: providers read so far (their states; tests and tools).
     :ivar refreshes: refreshes made so far.
     """
 
     def __init__(self, client, clock=time.monotonic,
                  resync_batch=RESYNC_BATCH,
-                 max_workers=usage_room.MAX_WORKERS):
+                 max_workers=usage_room.MAX_WORKERS, directory=None):
         self.client = client
         self.clock = clock
         self.resync_batch = resync_batch
         self.max_workers = max_workers
+        self.directory = directory
         self.reads = 0
         self.refreshes = 0
-        self._providers = {}
-        self._names = {}
-        self._as_of = None
+        self._snapshot = Snapshot({}, {}, None)
         self._resync_from = ''
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._wake = threading.Event()
         self._thread = None
+
+    @property
+    def _providers(self):
+        return self._snapshot.providers
 
     # --- freshness ----------------------------------------------------------
 
     def age(self) -> typing.Optional[float]:
         """Seconds since the listing of the last refresh was asked for
         (None before the first refresh)."""
-        as_of = self._as_of
+        as_of = self._snapshot.as_of
         return None if as_of is None else max(0.0, self.clock() - as_of)
 
     def refresh(self) -> float:
@@ -181,7 +278,7 @@ class CapacityView:
     def ensure_fresh(self, max_age: float) -> float:
         """Refresh unless the view is younger than ``max_age`` seconds;
         return its age. Callers arriving during a refresh wait for it and
-        use it."""
+        use it (a decision calls :meth:`fresh`, which never waits)."""
         age = self.age()
         if age is not None and age < max_age:
             return age
@@ -191,59 +288,78 @@ class CapacityView:
                 self._refresh()
         return self.age()
 
+    def fresh(self, max_age: float) -> typing.Optional[float]:
+        """The view's age when it is younger than ``max_age`` seconds,
+        else None: the caller reads Placement live, and the background
+        refresh (:meth:`start`) is asked to run now if it is not running
+        already. Never waits for a refresh. Without a background refresh
+        the view is refreshed here (:meth:`ensure_fresh`)."""
+        age = self.age()
+        if age is not None and age < max_age:
+            return age
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return self.ensure_fresh(max_age)
+        self._wake.set()
+        return None
+
     def _refresh(self):
         started = self.clock()
-        listing = self.client.get('/resource_providers')['resource_providers']
-        known = self._providers
+        listing = list_providers(self.client)
+        if self.directory is not None:
+            self.directory.take_listing(started, listing)
+        known = self._snapshot.providers
         kept = {}
         to_read = []
         for listed in listing:
-            state = known.get(listed['uuid'])
-            if listed['generation'] == 0:
+            state = known.get(listed.uuid)
+            if listed.generation == 0:
                 # Never changed: no inventory, usage or trait to read.
-                kept[listed['uuid']] = ProviderState(
-                    listed['uuid'], listed.get('root_provider_uuid') or
-                    listed['uuid'], listed.get('parent_provider_uuid'), 0,
-                    {}, frozenset())
-            elif state is None or state.generation != listed['generation']:
+                if state is None or state.generation != 0 or \
+                        (state.root, state.parent) != (listed.root,
+                                                       listed.parent):
+                    state = ProviderState(listed.uuid, listed.root,
+                                          listed.parent, 0, {},
+                                          frozenset())
+                kept[listed.uuid] = state
+            elif state is None or state.generation != listed.generation:
                 to_read.append(listed)
             else:
-                root = listed.get('root_provider_uuid') or listed['uuid']
-                parent = listed.get('parent_provider_uuid')
-                if (root, parent) != (state.root, state.parent):
+                if (listed.root, listed.parent) != (state.root,
+                                                    state.parent):
                     # Re-parented: the tree comes from the listing.
-                    state = dataclasses.replace(state, root=root,
-                                                parent=parent)
-                kept[listed['uuid']] = state
-        resync = self._resync(listing, kept)
+                    state = dataclasses.replace(
+                        state, root=listed.root, parent=listed.parent)
+                kept[listed.uuid] = state
+        resync = self._resync(kept)
         states = self._read_all(to_read + resync)
         kept.update((s.uuid, s) for s in states if s is not None)
-        self._providers = kept
-        self._names = {listed['name']: listed['uuid'] for listed in listing
-                       if listed['uuid'] in kept}
-        self._as_of = started
+        names = {listed.name: listed.uuid for listed in listing
+                 if listed.uuid in kept}
+        # One assignment: a reader sees this refresh or the last, whole.
+        self._snapshot = Snapshot(kept, names, started)
         self.refreshes += 1
         LOG.debug('Capacity view refreshed: %d providers, %d read again, in '
                   '%.3f s.', len(kept), len(to_read),
                   self.clock() - started)
 
-    def _resync(self, listing, kept):
+    def _resync(self, kept):
         """Up to :attr:`resync_batch` unchanged providers with a usage,
-        the next ones after the last batch (UUID order, wrapping round)."""
+        the next ones after the last batch (UUID order, wrapping round),
+        taken out of ``kept`` (all listed now)."""
         if not self.resync_batch:
             return []
-        by_uuid = {listed['uuid']: listed for listed in listing}
         candidates = sorted(uuid for uuid, state in kept.items()
-                            if state.capacities and uuid in by_uuid)
-        after = [uuid for uuid in candidates if uuid > self._resync_from]
-        batch = (after + candidates[:len(candidates) - len(after)])[
+                            if state.capacities)
+        after = bisect.bisect_right(candidates, self._resync_from)
+        batch = (candidates[after:] + candidates[:after])[
             :self.resync_batch]
         self._resync_from = batch[-1] if batch else ''
         return [kept.pop(uuid) for uuid in batch]
 
     def _read_all(self, listed):
-        """Fresh states of ``listed``: listing entries (read whole) and
-        known states (:meth:`_usages`)."""
+        """Fresh states of ``listed``: :class:`Listed` entries (read whole)
+        and known states (:meth:`_usages`)."""
         def read(entry):
             try:
                 if isinstance(entry, ProviderState):
@@ -265,9 +381,9 @@ class CapacityView:
         the generation moved meanwhile."""
         body = self.client.get('/resource_providers/%s/usages' % state.uuid)
         if body['resource_provider_generation'] != state.generation:
-            return read_state(self.client, {
-                'uuid': state.uuid, 'root_provider_uuid': state.root,
-                'parent_provider_uuid': state.parent})
+            return read_state(self.client, Listed(
+                state.uuid, '', body['resource_provider_generation'],
+                state.root, state.parent))
         used = body['usages']
         return dataclasses.replace(state, capacities={
             rc: dataclasses.replace(c, used=int(used.get(rc, 0)))
@@ -290,7 +406,11 @@ class CapacityView:
 
     def _run(self):
         wait = 0
-        while not self._stopping.wait(wait):
+        while True:
+            self._wake.wait(wait)
+            self._wake.clear()
+            if self._stopping.is_set():
+                return
             try:
                 self.refresh()
             except Exception as exc:  # keep refreshing whatever happens
@@ -312,6 +432,7 @@ class CapacityView:
     def stop(self, timeout=10.0):
         """Stop the background refresh and wait for it to end."""
         self._stopping.set()
+        self._wake.set()
         thread, self._thread = self._thread, None
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -321,12 +442,13 @@ class CapacityView:
     def uuid_of(self, name: str) -> typing.Optional[str]:
         """The UUID of the provider named ``name`` at the last refresh
         (None: unknown then)."""
-        return self._names.get(name)
+        return self._snapshot.names.get(name)
 
     def provider(self, uuid: typing.Optional[str]
                  ) -> typing.Optional[ProviderState]:
         """The provider ``uuid`` at the last refresh (None: unknown)."""
-        return self._providers.get(uuid) if uuid is not None else None
+        return (self._snapshot.providers.get(uuid) if uuid is not None
+                else None)
 
     def room(self, request: typing.Mapping[str, int],
              traits: typing.Optional[typing.Mapping[str, str]] = None,
@@ -334,13 +456,14 @@ class CapacityView:
              ) -> typing.Optional[typing.Dict[str, typing.Dict[str, int]]]:
         """What :func:`~placement_quota.placement.usage_room.candidate_room`
         would answer, from the view (no call); limited to the trees of the
-        roots ``among`` when given. None when it cannot be exact (see the
-        module docstring): read Placement instead.
+        roots ``among`` when given (only those trees are looked at). None
+        when it cannot be exact (see the module docstring): read Placement
+        instead.
 
         :raises ValueError: as :func:`~placement_quota.placement.usage_room.
             validate_request`.
         """
-        return room_of(self._providers, request, traits, among)
+        return self._snapshot.room(request, traits, among)
 
 
 def room_of(providers: typing.Mapping[str, ProviderState],

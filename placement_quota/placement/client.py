@@ -30,6 +30,7 @@
 
 import contextlib
 import contextvars
+import json as jsonlib
 import re
 import threading
 import time
@@ -54,6 +55,14 @@ RESHAPER = (1, 30)
 FORBIDDEN_AGGREGATES = (1, 32)
 CONSUMER_TYPES = (1, 38)
 MAX_VERSION = (1, 39)
+
+#: Characters of an answer above which :meth:`PlacementClient.get_items`
+#: decodes its list one item at a time.
+ITEMWISE_ABOVE = 1 << 16
+_DECODER = jsonlib.JSONDecoder()
+_ITEMS_START = re.compile(r'\s*\{\s*"([^"\\]*)"\s*:\s*\[\s*')
+_ITEMS_SEPARATOR = re.compile(r'\s*,\s*')
+_ITEMS_END = re.compile(r'\s*\]\s*\}\s*\Z')
 
 #: Seconds above which a Placement call's worst wait (see
 #: :func:`wait_bound`) is warned about when the client is made.
@@ -509,6 +518,16 @@ class PlacementClient:
     def get(self, url, **kwargs):
         return self.request('GET', url, **kwargs).json()
 
+    def get_items(self, url, key, pick=None):
+        """``[pick(item) for item in self.get(url)[key]]``; a large
+        answer decoded item by item (:func:`decode_items`), not holding
+        the interpreter lock for the whole of it."""
+        content = self.request('GET', url).content
+        if len(content) <= ITEMWISE_ABOVE:
+            return [(pick or _same)(item)
+                    for item in jsonlib.loads(content)[key]]
+        return decode_items(content.decode('utf-8'), key, pick)
+
     def post(self, url, json, **kwargs):
         return self.request('POST', url, json=json, **kwargs)
 
@@ -517,6 +536,40 @@ class PlacementClient:
 
     def delete(self, url, **kwargs):
         return self.request('DELETE', url, **kwargs)
+
+
+def decode_items(text, key, pick=None):
+    """``[pick(item) for item in json.loads(text)[key]]`` (``pick``
+    defaults to the item itself), for an answer ``{"<key>": [...]}``
+    decoded one item at a time: one ``json.loads`` of a large answer holds
+    the interpreter lock all along (about 0.3 s for the 7.8 MB listing of
+    10,000 resource providers), stopping every other thread of the
+    process; between two items the lock can pass to them. Any other shape
+    of answer is decoded whole."""
+    pick = pick or _same
+    start = _ITEMS_START.match(text)
+    if start is not None and start.group(1) == key:
+        items, position = [], start.end()
+        if _ITEMS_END.match(text, position):
+            return items
+        try:
+            while True:
+                item, position = _DECODER.raw_decode(text, position)
+                items.append(pick(item))
+                separator = _ITEMS_SEPARATOR.match(text, position)
+                if separator is None:
+                    break
+                position = separator.end()
+        except ValueError:
+            pass  # decoded whole below, to raise what json.loads raises
+        else:
+            if _ITEMS_END.match(text, position):
+                return items
+    return [pick(item) for item in jsonlib.loads(text)[key]]
+
+
+def _same(item):
+    return item
 
 
 def retry_on_conflict(attempts, reread=None):

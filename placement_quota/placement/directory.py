@@ -20,7 +20,15 @@ answers from one listing of every provider instead (``GET
 /resource_providers``: about 25 ms at 1,000 providers), listed when a name
 is missing and the last listing is older than ``relist_after`` seconds;
 a name still missing is then looked up alone (in parallel), so a compute
-node added since is found at once. A name Placement does not know costs
+node added since is found at once. Only the first listing is waited for:
+a later one, due, runs in a background thread while the callers use the
+last one (a name missing from it is looked up alone meanwhile), as
+listing 10,000 providers takes about a second, which no decision should
+wait for. The listing is decoded one provider at a time (see
+:meth:`~placement_quota.placement.client.PlacementClient.get_items`); and
+while the capacity policy keeps its local view of the providers, the
+view's listings serve here too (:meth:`ProviderDirectory.take_listing`),
+so the directory lists nothing itself. A name Placement does not know costs
 its lookup each time (it is never remembered as missing). A compute node
 keeps its name and UUID for life; one deleted (and maybe created again
 under the same name) is dropped by the reader that finds its provider
@@ -77,6 +85,19 @@ RELIST_AFTER = 60.0
 SHARING_MAX_AGE = 60.0
 
 
+class _Listed(typing.NamedTuple):
+    uuid: str
+    name: str
+    generation: int
+    root: str
+
+
+def _listed(entry):
+    """What a directory keeps of an entry of ``GET /resource_providers``."""
+    return _Listed(entry['uuid'], entry['name'], entry['generation'],
+                   entry.get('root_provider_uuid') or entry['uuid'])
+
+
 class ProviderDirectory:
     """Provider name -> UUID, and the classes of the sharing providers."""
 
@@ -89,6 +110,8 @@ class ProviderDirectory:
         self.clock = clock
         self._lock = threading.Lock()
         self._listing = threading.Lock()
+        self._relisting = None
+        self._accepted_at = None
         self._uuids = {}
         self._listed_at = None
         self._tree_sizes = {}
@@ -126,15 +149,50 @@ class ProviderDirectory:
 
     def _list_if_due(self):
         """List every provider when the last listing is ``relist_after``
-        old; whether this call did. One listing at a time: a caller
-        arriving meanwhile waits for it, and finds its names in it."""
+        old; whether this call did. Only the first listing is made here
+        (a caller arriving meanwhile waits for it, and finds its names in
+        it); a later one runs in the background (:meth:`_relist`) and
+        the caller goes on with the last one."""
+        with self._lock:
+            first = self._listed_at is None
+            due = first or self.clock() - self._listed_at >= \
+                self.relist_after
+        if not due:
+            return False
+        if not first:
+            self._relist()
+            return False
         with self._listing:
             with self._lock:
-                due = (self._listed_at is None or self.clock() -
-                       self._listed_at >= self.relist_after)
+                due = self._listed_at is None
             if due:
                 self._list()
             return due
+
+    def _relist(self):
+        """List again in a background thread, unless one is at it."""
+        with self._lock:
+            if self._relisting is not None and self._relisting.is_alive():
+                return
+            # One attempt per relist_after, even a failed one.
+            self._listed_at = self.clock()
+            self._relisting = threading.Thread(
+                target=self._list_logged, name='provider-directory',
+                daemon=True)
+            self._relisting.start()
+
+    def _list_logged(self):
+        try:
+            with self._listing:
+                self._list()
+        except Exception as exc:  # the next due listing tries again
+            LOG.warning('Listing the resource providers failed: %s', exc)
+
+    def wait_listing(self, timeout=None):
+        """Wait for a background listing to end (tests and tools)."""
+        thread = self._relisting
+        if thread is not None:
+            thread.join(timeout)
 
     def _list(self):
         listed_at = self.clock()
@@ -142,15 +200,34 @@ class ProviderDirectory:
             # One attempt per relist_after, even a failed one: the callers
             # meanwhile look names up alone rather than each list again.
             self._listed_at = listed_at
-        listing = self.client.get('/resource_providers')
-        uuids, sizes, generations = {}, {}, {}
-        for rp in listing['resource_providers']:
-            uuids[rp['name']] = rp['uuid']
-            generations[rp['uuid']] = rp['generation']
-            root = rp.get('root_provider_uuid') or rp['uuid']
-            sizes[root] = sizes.get(root, 0) + 1
+        listing = self.client.get_items(
+            '/resource_providers', 'resource_providers', _listed)
         with self._lock:
             self.calls['listing'] += 1
+        self._accept(listed_at, listing)
+
+    def take_listing(self, listed_at, listing):
+        """Use ``listing`` (entries with the ``uuid``, ``name``,
+        ``generation`` and ``root`` of each provider, e.g. :class:`~
+        placement_quota.placement.capacity_view.Listed`), made when
+        :attr:`clock` read ``listed_at``, as a listing of this directory's
+        own."""
+        with self._lock:
+            if self._listed_at is None or self._listed_at < listed_at:
+                self._listed_at = listed_at
+        self._accept(listed_at, listing)
+
+    def _accept(self, listed_at, listing):
+        uuids, sizes, generations = {}, {}, {}
+        for rp in listing:
+            uuids[rp.name] = rp.uuid
+            generations[rp.uuid] = rp.generation
+            sizes[rp.root] = sizes.get(rp.root, 0) + 1
+        with self._lock:
+            if self._accepted_at is not None and \
+                    listed_at < self._accepted_at:
+                return  # a newer listing is in already
+            self._accepted_at = listed_at
             # Names gone from Placement go from here too.
             self._uuids = uuids
             self._tree_sizes = sizes

@@ -284,13 +284,16 @@ class ServerProcess:
     fixtures and the benchmarks.
 
     ``config_files``: Placement configuration files read on top of the
-    embedded defaults (see :func:`make_conf`).
+    embedded defaults (see :func:`make_conf`). ``connection``: the
+    SQLAlchemy URL of another database (e.g. PostgreSQL, as a real
+    deployment has) instead of the SQLite file.
 
     :raises RuntimeError: if it does not print ``LISTENING <url>`` within
         ``timeout`` seconds, with the tail of its stderr.
     """
 
-    def __init__(self, timeout=60, state_dir=None, config_files=()):
+    def __init__(self, timeout=60, state_dir=None, config_files=(),
+                 connection=None):
         started = time.monotonic()
         self._own_dir = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(
@@ -304,7 +307,8 @@ class ServerProcess:
         self.process = subprocess.Popen(
             [sys.executable, '-m', 'placement_quota.cmd.embedded_placement',
              '--host', '127.0.0.1', '--port', '0', '--exit-on-stdin-eof',
-             '--connection', sqlite_connection(self.state_dir)] +
+             '--connection',
+             connection or sqlite_connection(self.state_dir)] +
             ['--config-file=%s' % path for path in config_files],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._stderr, env=env, cwd=root, text=True)

@@ -49,12 +49,26 @@ yours. Each phase also prints where its milliseconds went
 (``split_ms``: Placement, ledger reads, locks, writes, commit; see
 tools/bench/split.py).
 
+At ``--hosts 10000 --leases 1000000``: ``--placement postgresql`` runs
+the same openstack-placement app on a private PostgreSQL database instead
+of SQLite; Placement is seeded by concurrent requests while the ledger is
+seeded in a child process (its rows never in the service's memory), each
+timed (``placement_seed_seconds``, ``seed_seconds``). Each phase gives the
+p99 of the parts of a decision that grow with the cloud
+(``components_ms``: the capacity view's reads and refreshes, the provider
+directory, the host resources reader, the capacity policy's Placement
+step) and the service process's memory (``rss_mb``; the service runs in
+this process). ``--reference`` names the JSON of a 1,000-host run: each
+part must then stay within 1.5 times its p99 there (``scale``).
+
 prints one JSON object on stdout and a summary on stderr.
 """
 
 import argparse
+import concurrent.futures
 import datetime
 import json
+import multiprocessing
 import os
 import random
 import statistics
@@ -110,18 +124,28 @@ def project_ids(count):
     return projects
 
 
-def seed_placement(client, hosts):
-    names = []
-    for i in range(hosts):
-        name = 'bench-cn-%d-%s' % (i, uuid.uuid4().hex[:6])
-        rp = client.post('/resource_providers', json={'name': name}).json()
-        client.put('/resource_providers/%s/inventories' % rp['uuid'], json={
+def plan_hosts(hosts):
+    """``[(name, uuid)]`` of the compute nodes to seed."""
+    return [('bench-cn-%d-%s' % (i, uuid.uuid4().hex[:6]), str(uuid.uuid4()))
+            for i in range(hosts)]
+
+
+def seed_placement(client, hosts, workers=8):
+    """Create the providers ``hosts`` (:func:`plan_hosts`) with their
+    inventories, ``workers`` requests at a time; return ``hosts``."""
+    def seed(host):
+        name, rp_uuid = host
+        rp = client.post('/resource_providers',
+                         json={'name': name, 'uuid': rp_uuid}).json()
+        client.put('/resource_providers/%s/inventories' % rp_uuid, json={
             'resource_provider_generation': rp['generation'],
             'inventories': {'VCPU': {'total': 4096},
                             'MEMORY_MB': {'total': 4096 * 1024},
                             'DISK_GB': {'total': 100000}}})
-        names.append((name, rp['uuid']))
-    return names
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        for _ in pool.map(seed, hosts):
+            pass
+    return hosts
 
 
 def instance_reservation(rng, hosts):
@@ -276,8 +300,9 @@ def measure_latency(url, projects, hosts, count, rng):
     return common.time_check_creates(url, bodies())
 
 
-def wait_for_view(chain, timeout=600):
-    """Wait for the first read of PlacementCapacityFilter's view."""
+def wait_for_view(chain, timeout=3600):
+    """Wait for the first read of PlacementCapacityFilter's view (three
+    calls a provider: minutes at 10,000 hosts)."""
     deadline = time.monotonic() + timeout
     for filter_ in chain.filters:
         view = getattr(filter_, '_view', None)
@@ -324,6 +349,168 @@ def usage_reads(client, max_count):
             'nova_loop_reads': nova_reads}
 
 
+# --- the large cloud: Placement's database, seeding, parts, memory -------
+
+PLACEMENTS = ('embedded', 'postgresql')
+#: A part of a decision at 10,000 hosts stays within this many times its
+#: p99 at 1,000 hosts.
+GOAL_SCALE_RATIO = 1.5
+#: The service process's memory at 10,000 hosts and 1,000,000 leases.
+GOAL_RSS_MB = 300.0
+
+
+def start_placement(kind):
+    """``(ServerProcess, PostgreSQL server or None)``: the embedded
+    Placement on SQLite, or the same app on a private PostgreSQL."""
+    if kind == 'embedded':
+        return embedded.ServerProcess(), None
+    database = postgresql.PostgreSQLServer()
+    database.start()
+    try:
+        database.create_database('placement')
+        return (embedded.ServerProcess(
+            connection=database.url('placement')), database)
+    except BaseException:
+        database.stop()
+        raise
+
+
+def _seed_ledger_child(pipe, connection, projects, leases, hosts, rng):
+    began = time.perf_counter()
+    ledger = store.Ledger(connection, migrate=True)
+    seed_ledger(ledger, projects, leases, hosts, rng)
+    ledger.dispose()
+    pipe.send((time.perf_counter() - began, rng.getstate()))
+    pipe.close()
+
+
+class LedgerSeeding:
+    """:func:`seed_ledger` in a child process, started now: the million
+    rows it makes never enter this process (the service's), and Placement
+    is seeded meanwhile. :meth:`wait` gives its seconds and leaves ``rng``
+    as if it had seeded here."""
+
+    def __init__(self, connection, projects, leases, hosts, rng):
+        self.rng = rng
+        context = multiprocessing.get_context('fork')
+        self.pipe, child_end = context.Pipe(duplex=False)
+        self.process = context.Process(
+            target=_seed_ledger_child, name='seed-ledger',
+            args=(child_end, connection, projects, leases, hosts, rng))
+        self.process.start()
+        child_end.close()
+
+    def wait(self):
+        try:
+            seconds, state = self.pipe.recv()
+        except EOFError:
+            self.process.join()
+            raise RuntimeError('seeding the ledger failed (exit status %s)'
+                               % self.process.exitcode) from None
+        self.process.join()
+        self.rng.setstate(state)
+        return seconds
+
+    def stop(self):
+        if self.process.is_alive():
+            self.process.terminate()
+            self.process.join()
+
+
+def rss_mb():
+    """``(now, peak)``: this process's resident memory, in MB."""
+    found = {}
+    with open('/proc/self/status') as status:
+        for line in status:
+            key, _, value = line.partition(':')
+            if key in ('VmRSS', 'VmHWM'):
+                found[key] = int(value.split()[0]) / 1024.0
+    return found.get('VmRSS'), found.get('VmHWM')
+
+
+class Parts:
+    """Durations of the parts of a decision that grow with the cloud,
+    by wrapping methods of the service's objects (in this process)."""
+
+    def __init__(self):
+        self.samples = {}
+
+    def wrap(self, part, owner, name):
+        method = getattr(owner, name)
+        samples = self.samples.setdefault(part, [])
+
+        def timed(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                samples.append((time.perf_counter() - began) * 1000)
+        setattr(owner, name, timed)
+
+    def watch(self, services, chain):
+        directory = services.provider_directory
+        self.wrap('directory', directory, 'uuids')
+        self.wrap('directory', directory, 'is_flat')
+        self.wrap('host_resources', services.host_resources, 'prefetch')
+        for filter_ in chain.filters:
+            if hasattr(filter_, 'capacity_view'):
+                self.wrap('capacity_prepare', filter_, 'prepare')
+                self.capacity = filter_
+
+    def watch_view(self, client):
+        """Make the capacity view now and time its reads and refreshes."""
+        view = self.capacity.capacity_view(client)
+        self.wrap('view_room', view, 'room')
+        self.wrap('view_refresh', view, '_refresh')
+
+    def mark(self):
+        return {part: len(samples) for part, samples in self.samples.items()}
+
+    def since(self, mark):
+        """``{part: {"p50", "p99", "max", "count"}}`` of the samples since
+        ``mark``."""
+        figures = {}
+        for part, samples in sorted(self.samples.items()):
+            taken = samples[mark.get(part, 0):]
+            if taken:
+                figures[part] = {
+                    'count': len(taken),
+                    'p50': round(statistics.median(taken), 3),
+                    'p99': round(common.percentile(taken, 0.99), 3),
+                    'max': round(max(taken), 3)}
+        return figures
+
+
+def scale_goals(result, reference):
+    """Each part's p99 (and each phase's check-create p99) against the
+    same at 1,000 hosts (``reference``, a result of this bench), and the
+    memory goal."""
+    def parts(doc):
+        found = {}
+        for phase in doc.get('check_create', []):
+            kind = 'cached' if phase['capacity_max_age'] else 'live'
+            found['decision_%s' % kind] = phase['p99_ms']
+            for part, figures in phase.get('components_ms', {}).items():
+                if part != 'view_refresh':  # in the background: see below
+                    found['%s_%s' % (part, kind)] = figures['p99']
+        return found
+    goals = {}
+    if reference is not None:
+        before = parts(reference)
+        for name, p99 in sorted(parts(result).items()):
+            if before.get(name):
+                ratio = p99 / before[name]
+                goals[name] = {'p99_ms': p99,
+                               'reference_p99_ms': before[name],
+                               'ratio': round(ratio, 2),
+                               'goal_ratio': GOAL_SCALE_RATIO,
+                               'goal_met': ratio <= GOAL_SCALE_RATIO}
+    rss = max(phase['rss_mb'] for phase in result['check_create'])
+    goals['rss_mb'] = {'rss_mb': rss, 'goal_mb': GOAL_RSS_MB,
+                       'goal_met': rss < GOAL_RSS_MB}
+    return goals
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--leases', type=int, default=100000)
@@ -345,6 +532,15 @@ def main(argv=None):
     parser.add_argument('--nova-quota-max-age', type=int, default=5,
                         help='[enforcement] nova_quota_max_age of the second '
                              'run (0 in the first).')
+    parser.add_argument('--placement', choices=PLACEMENTS,
+                        default='embedded',
+                        help='Placement\'s database: the embedded SQLite '
+                             'file, or a private PostgreSQL server started '
+                             'for the run (the same openstack-placement '
+                             'app).')
+    parser.add_argument('--reference', metavar='JSON',
+                        help='The output of a run at 1,000 hosts: each part '
+                             'of a decision is compared with it ("scale").')
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--no-accounts', action='store_true',
                         help='[limits] accounts = false: the tree limits '
@@ -357,17 +553,27 @@ def main(argv=None):
     connection = args.connection
     if connection is None:
         database, connection = start_ledger(args.ledger, directory)
-    server = embedded.ServerProcess()
+
+    reference = None
+    if args.reference:
+        with open(args.reference) as f:
+            reference = json.load(f)
+    server, placement_db = start_placement(args.placement)
     try:
         client = placement_client.PlacementClient.from_endpoint(
             server.url, embedded.NOAUTH_HEADERS)
-        hosts = seed_placement(client, args.hosts)
+        hosts = plan_hosts(args.hosts)
         projects = project_ids(args.projects)
-        ledger = store.Ledger(connection, migrate=True)
-        began = time.perf_counter()
-        seed_ledger(ledger, projects, args.leases, hosts, rng)
-        seeded = time.perf_counter() - began
-        ledger.dispose()
+        # The ledger in a child process while Placement is seeded here.
+        seeding = LedgerSeeding(connection, projects, args.leases, hosts,
+                                rng)
+        try:
+            began = time.perf_counter()
+            seed_placement(client, hosts)
+            placement_seeded = time.perf_counter() - began
+            seeded = seeding.wait()
+        finally:
+            seeding.stop()
         conf = configure(directory, server.url, connection,
                          write_files(directory, projects))
         conf.set_override('accounts', not args.no_accounts, 'limits')
@@ -376,6 +582,9 @@ def main(argv=None):
         split.watch_engine(services.ledger.engine)
         split.watch_placement(services.placement)
         chain = chain_mod.FilterChain(conf, services=services)
+        parts = Parts()
+        parts.watch(services, chain)
+        components, rss = {}, {}
         app = api_app.make_app(conf, chain)
         # As placement-quota serve does once its app is built.
         wsgi_server.freeze_heap()
@@ -396,6 +605,7 @@ def main(argv=None):
                     'nova_quota_max_age',
                     args.nova_quota_max_age if max_age else 0, 'enforcement')
                 if max_age:
+                    parts.watch_view(services.placement)
                     # Warm-up: the view's first (whole) read, in the
                     # background while the first decisions read live.
                     measure_latency(service.url, projects, hosts, 10,
@@ -403,11 +613,14 @@ def main(argv=None):
                     wait_for_view(chain)
                 before = services.placement.calls
                 timed = split.snapshot()
+                marked = parts.mark()
                 phases[max_age] = measure_latency(
                     service.url, projects, hosts, args.requests, rng)
                 calls[max_age] = services.placement.calls - before
                 splits[max_age] = split.per_request(
                     timed, split.snapshot(), args.requests)
+                components[max_age] = parts.since(marked)
+                rss[max_age] = rss_mb()
                 by_kind[max_age] = {
                     kind: round(common.percentile(
                         phases[max_age][0][first::2], 0.99), 2)
@@ -420,9 +633,17 @@ def main(argv=None):
                     view = filter_._view
                     filter_.close()
             services.close()
-        fit = usage_reads(client, args.max_count)
+        try:
+            fit = usage_reads(client, args.max_count)
+        except placement_client.PlacementError as exc:
+            # openstack-placement 16.0.0 on PostgreSQL: GET /usages from
+            # microversion 1.38 answers 500 (a GROUP BY PostgreSQL
+            # refuses, in placement/objects/usage.py).
+            fit = {'error': str(exc)[:300]}
     finally:
         server.stop()
+        if placement_db is not None:
+            placement_db.stop()
         if database is not None:
             database.stop()
     result = {
@@ -445,6 +666,8 @@ def main(argv=None):
     if view is not None:
         result['capacity_view'] = {'refreshes': view.refreshes,
                                    'providers_read': view.reads}
+    add_scale_figures(result, args, placement_seeded, components, rss,
+                      reference)
     print(json.dumps(result))
     for phase in result['check_create']:
         sys.stderr.write(
@@ -457,12 +680,51 @@ def main(argv=None):
         sys.stderr.write('  a request: %s\n' % ', '.join(
             '%s %.2f ms (%.1f)' % (part, figures['ms'], figures['statements'])
             for part, figures in phase['split_ms'].items()))
-    sys.stderr.write(
-        'instances that fit: ours %d /usages read, Nova\'s loop %d '
-        '(max_count %d, %d fit)\n'
-        % (fit['ours_reads'], fit['nova_loop_reads'], fit['max_count'],
-           fit['fit']))
+    write_scale_summary(result)
+    if 'error' in fit:
+        sys.stderr.write('instances that fit: %s\n' % fit['error'])
+    else:
+        sys.stderr.write(
+            'instances that fit: ours %d /usages read, Nova\'s loop %d '
+            '(max_count %d, %d fit)\n'
+            % (fit['ours_reads'], fit['nova_loop_reads'], fit['max_count'],
+               fit['fit']))
     return 0
+
+
+def add_scale_figures(result, args, placement_seeded, components, rss,
+                      reference):
+    """The figures of a large cloud: Placement's database and seeding
+    time, each phase's parts and memory, the goals against
+    ``reference``."""
+    result['placement'] = args.placement
+    result['placement_seed_seconds'] = round(placement_seeded, 1)
+    for phase in result['check_create']:
+        age = phase['capacity_max_age']
+        phase['components_ms'] = components[age]
+        phase['rss_mb'], phase['peak_rss_mb'] = (
+            round(value, 1) for value in rss[age])
+    result['scale'] = scale_goals(result, reference)
+
+
+def write_scale_summary(result):
+    sys.stderr.write('seeded: Placement (%s) %d hosts in %.1f s, ledger %d '
+                     'leases in %.1f s (at the same time)\n'
+                     % (result['placement'], result['hosts'],
+                        result['placement_seed_seconds'],
+                        result['ledger_leases'], result['seed_seconds']))
+    for phase in result['check_create']:
+        sys.stderr.write('  capacity max age %d s: RSS %.0f MB (peak %.0f); '
+                         'p99 %s\n' % (
+                             phase['capacity_max_age'], phase['rss_mb'],
+                             phase['peak_rss_mb'], ', '.join(
+                                 '%s %.2f ms (%d)' % (part, f['p99'],
+                                                      f['count'])
+                                 for part, f in
+                                 phase['components_ms'].items())))
+    for name, goal in result['scale'].items():
+        sys.stderr.write('  %s: %s\n' % (name, ', '.join(
+            '%s %s' % item for item in goal.items())))
 
 
 def summary(max_age, timings, statuses):

@@ -117,11 +117,13 @@ class TestNames(DirectoryTestCase):
                          self.directory.calls)
 
     def test_a_missing_name_lists_again_once_the_listing_is_old(self):
+        # In the background: the name is looked up alone meanwhile.
         self.directory.uuids([self.provider()[0]])
         name, rp = self.provider()
         self.clock.now += 60
         self.assertEqual(rp, self.directory.uuid(name))
-        self.assertEqual({'listing': 2, 'name': 0, 'sharing': 0},
+        self.directory.wait_listing()
+        self.assertEqual({'listing': 2, 'name': 1, 'sharing': 0},
                          self.directory.calls)
 
     def test_a_forgotten_provider_is_looked_up_again_by_name(self):
@@ -152,6 +154,7 @@ class TestNames(DirectoryTestCase):
         _, new = self.provider(name)
         self.clock.now += 60
         self.directory.uuids(['no-such-host-dir'])  # a miss lists again
+        self.directory.wait_listing()
         self.assertEqual(new, self.directory.uuid(name))
 
 
@@ -186,8 +189,12 @@ class TestTrees(DirectoryTestCase):
         self.clock.now += 59
         still = self.directory.is_flat(rp)
         self.clock.now += 1
-        self.assertEqual((True, False, 2),
-                         (still, self.directory.is_flat(rp),
+        # The listing then due runs in the background; the last one
+        # answers meanwhile.
+        meanwhile = self.directory.is_flat(rp)
+        self.directory.wait_listing()
+        self.assertEqual((True, True, False, 2),
+                         (still, meanwhile, self.directory.is_flat(rp),
                           self.directory.calls['listing']))
 
 
