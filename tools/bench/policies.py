@@ -131,8 +131,11 @@ def plan_hosts(hosts):
 
 
 def seed_placement(client, hosts, workers=8):
-    """Create the providers ``hosts`` (:func:`plan_hosts`) with their
-    inventories, ``workers`` requests at a time; return ``hosts``."""
+    """Create the providers ``hosts`` (:func:`plan_hosts`, or how many)
+    with their inventories, ``workers`` requests at a time; return
+    ``[(name, uuid)]``."""
+    if isinstance(hosts, int):
+        hosts = plan_hosts(hosts)
     def seed(host):
         name, rp_uuid = host
         rp = client.post('/resource_providers',

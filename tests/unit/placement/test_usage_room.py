@@ -215,6 +215,10 @@ class _FakeListingClient:
         assert url == '/resource_providers', url
         return {'resource_providers': self.providers}
 
+    def get_items(self, url, key, pick=None):
+        return [(pick or (lambda item: item))(item)
+                for item in self.get(url)[key]]
+
 
 def _view(*states):
     """A view holding ``states`` as if read at their generations."""
@@ -222,7 +226,9 @@ def _view(*states):
         {'uuid': s.uuid, 'name': s.uuid, 'generation': s.generation,
          'root_provider_uuid': s.root,
          'parent_provider_uuid': s.parent} for s in states]))
-    view._providers = {s.uuid: s for s in states}
+    view._snapshot = capacity_view.Snapshot(
+        {s.uuid: s for s in states}, {s.uuid: s.uuid for s in states},
+        view._snapshot.as_of)
     return view
 
 
