@@ -12,14 +12,19 @@
 """tools/bench/load.py: what counts as an error, its figures (latency,
 RSS growth, lost leases), its goal and its service's configuration."""
 
-import configparser
 import contextlib
 import io
+import os
 import time
 
+import fixtures
 import testtools
 
+from placement_quota import conf as pq_conf
+from placement_quota import filters
+from placement_quota.filters import chain as chain_mod
 from tools.bench import load as bench
+from tools.bench import policies
 
 
 class TestCommandLine(testtools.TestCase):
@@ -136,14 +141,18 @@ class TestBudget(testtools.TestCase):
 
 class TestConfiguration(testtools.TestCase):
 
-    def test_options_are_written_as_oslo_config_reads_them(self):
-        parser = configparser.ConfigParser()
-        parser.read_string(bench.ini_text({
-            ('enforcement', 'enabled_filters'): ['A', 'B'],
-            ('enforcement', 'credit_class_rates'): {'VCPU': '0.1'},
-            ('api', 'workers'): 2}))
+    def test_the_service_reads_the_policies_options_from_its_file(self):
+        directory = self.useFixture(fixtures.TempDir()).path
+        settings = policies.options(policies.write_files(
+            directory, {'root-0': None}))
+        settings[('api', 'workers')] = 2
+        path = os.path.join(directory, 'test.conf')
+        with open(path, 'w') as f:
+            f.write(bench.ini_text(settings))
+        conf = pq_conf.new_config([], config_files=[path])
+        chain_mod.register_filter_opts(conf, filters.all_filters)
         self.assertEqual(
-            ('A,B', 'VCPU:0.1', '2'),
-            (parser['enforcement']['enabled_filters'],
-             parser['enforcement']['credit_class_rates'],
-             parser['api']['workers']))
+            (policies.FILTERS, {'VCPU': '0.1'}, 604800, 2),
+            (conf.enforcement.enabled_filters,
+             conf.enforcement.credit_class_rates,
+             conf.enforcement.reservation_max_length, conf.api.workers))
