@@ -136,6 +136,7 @@ def seed_placement(client, hosts, workers=8):
     ``[(name, uuid)]``."""
     if isinstance(hosts, int):
         hosts = plan_hosts(hosts)
+
     def seed(host):
         name, rp_uuid = host
         rp = client.post('/resource_providers',
@@ -269,7 +270,15 @@ def configure(directory, endpoint, connection, paths):
                 'token = admin\n' % (connection, endpoint))
     conf = pq_conf.new_config([], config_files=[path])
     chain_mod.register_filter_opts(conf, filters.all_filters)
-    overrides = {
+    for (group, name), value in options(paths).items():
+        conf.set_override(name, value, group)
+    return conf
+
+
+def options(paths):
+    """``{(group, name): value}``: the policies' options, on the files of
+    :func:`write_files`."""
+    return {
         ('enforcement', 'enabled_filters'): FILTERS,
         ('enforcement', 'reservation_max_length'): 7 * 86400,
         ('enforcement', 'max_hosts_per_reservation'): 10,
@@ -279,28 +288,27 @@ def configure(directory, endpoint, connection, paths):
         ('enforcement', 'credit_class_rates'): {'VCPU': '0.1'},
         ('limits', 'limits_file'): paths['tree.yaml'],
     }
-    for (group, name), value in overrides.items():
-        conf.set_override(name, value, group)
-    return conf
+
+
+def check_create_body(rng, names, hosts, i, name=None):
+    """The check-create of the ``i``-th request: a lease of a project of
+    ``names`` over one to 72 hours of the year, one instance reservation
+    (``i`` odd) or one of hosts (even), named ``name`` (``bench-<i>``)."""
+    start = START + datetime.timedelta(hours=rng.randrange(0, 24 * 365))
+    end = start + datetime.timedelta(hours=rng.randint(1, 72))
+    reservation = (instance_reservation(rng, hosts) if i % 2
+                   else host_reservation(rng, hosts))
+    return {'context': {'project_id': rng.choice(names), 'user_id': 'u'},
+            'lease': {'start_date': start.isoformat(),
+                      'end_date': end.isoformat(),
+                      'name': name or 'bench-%d' % i,
+                      'reservations': [reservation]}}
 
 
 def measure_latency(url, projects, hosts, count, rng):
     names = sorted(projects)
-
-    def bodies():
-        for i in range(count):
-            start = START + datetime.timedelta(
-                hours=rng.randrange(0, 24 * 365))
-            end = start + datetime.timedelta(hours=rng.randint(1, 72))
-            reservation = (instance_reservation(rng, hosts) if i % 2
-                           else host_reservation(rng, hosts))
-            yield {'context': {'project_id': rng.choice(names),
-                               'user_id': 'u'},
-                   'lease': {'start_date': start.isoformat(),
-                             'end_date': end.isoformat(),
-                             'name': 'bench-%d' % i,
-                             'reservations': [reservation]}}
-    return common.time_check_creates(url, bodies())
+    return common.time_check_creates(
+        url, (check_create_body(rng, names, hosts, i) for i in range(count)))
 
 
 def wait_for_view(chain, timeout=3600):
