@@ -16,11 +16,25 @@ nodes in a Placement."""
 
 import uuid
 
+import sqlalchemy as sa
+
 from placement_quota.ledger import models
 from placement_quota.ledger import store
 from placement_quota.placement import client as placement_client
 from placement_quota.placement import embedded
 from tests.fixtures import placement as placement_fixtures
+
+
+def watch_statements(test, engine):
+    """A list every statement ``engine`` sends from now on is appended to,
+    until ``test`` ends."""
+    seen = []
+
+    def count(conn, cursor, statement, *args):
+        seen.append(statement)
+    sa.event.listen(engine, 'before_cursor_execute', count)
+    test.addCleanup(sa.event.remove, engine, 'before_cursor_execute', count)
+    return seen
 
 
 class LedgerHelpers:

@@ -15,7 +15,6 @@ through a filter chain of ledger filters."""
 import datetime
 
 import fixtures
-import sqlalchemy as sa
 
 from placement_quota.filters import base as filters_base
 from placement_quota.filters import chain as chain_mod
@@ -31,6 +30,7 @@ from tests.builders import instances
 from tests.builders import lease
 from tests.builders import LEASE_ID
 from tests.builders import NOW
+from tests import ledger_helpers
 from tests.unit.filters import base
 
 
@@ -592,14 +592,8 @@ class TestIntervalProjects(AdmissionTestCase):
         super().setUp()
         self.admit_create(lease(day(2), day(4), hosts('a')))
         self.admit_create(lease(day(3), day(5), hosts('b')), project='q')
-        self.statements = []
-        sa.event.listen(self.ledger.engine, 'before_cursor_execute',
-                        self._count)
-        self.addCleanup(sa.event.remove, self.ledger.engine,
-                        'before_cursor_execute', self._count)
-
-    def _count(self, conn, cursor, statement, *args):
-        self.statements.append(statement)
+        self.statements = ledger_helpers.watch_statements(
+            self, self.ledger.engine)
 
     def read_both(self, interval_projects):
         context = lease_model.Context.coerce(self.context())

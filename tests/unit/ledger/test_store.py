@@ -27,6 +27,7 @@ from placement_quota.ledger import models
 from placement_quota.ledger import store
 from tests.builders import at
 from tests.builders import NOW
+from tests import ledger_helpers
 from tests.unit.filters import base
 
 YEAR_9999 = datetime.datetime(9999, 12, 31)
@@ -318,14 +319,8 @@ class TestReadAhead(EntriesTestCase):
         super().setUp()
         self.insert_row(at(10), at(11))
         self.insert_row(at(10), at(13))
-        self.statements = []
-        sa.event.listen(self.ledger.engine, 'before_cursor_execute',
-                        self._count)
-        self.addCleanup(sa.event.remove, self.ledger.engine,
-                        'before_cursor_execute', self._count)
-
-    def _count(self, conn, cursor, statement, *args):
-        self.statements.append(statement)
+        self.statements = ledger_helpers.watch_statements(
+            self, self.ledger.engine)
 
     def read(self, txn):
         before = len(self.statements)
@@ -377,14 +372,8 @@ class TestAllocationReadsItsSpendingAlong(base.LedgerTestCase):
         with self.ledger.transaction() as txn:
             self.allocation = txn.add_allocation(self.project, 1000)
             txn.charge(self.project, None, self.allocation, 300, 'create')
-        self.statements = []
-        sa.event.listen(self.ledger.engine, 'before_cursor_execute',
-                        self._count)
-        self.addCleanup(sa.event.remove, self.ledger.engine,
-                        'before_cursor_execute', self._count)
-
-    def _count(self, conn, cursor, statement, *args):
-        self.statements.append(statement)
+        self.statements = ledger_helpers.watch_statements(
+            self, self.ledger.engine)
 
     def test_spent_and_share_come_with_the_allocation(self):
         with self.ledger.transaction([self.project]) as txn:

@@ -14,7 +14,6 @@ and their recording once (record.py)."""
 
 import datetime
 
-import sqlalchemy as sa
 
 from placement_quota.ledger import models
 from placement_quota.ledger import shares
@@ -22,6 +21,7 @@ from placement_quota.ledger import store
 from placement_quota.warning import model
 from placement_quota.warning import record
 from placement_quota.warning import scan
+from tests import ledger_helpers
 from tests.unit.warning import base
 
 HOUR = base.HOUR
@@ -189,13 +189,7 @@ class TestStatements(ScanCase):
     the number of projects."""
 
     def statements(self):
-        seen = []
-
-        def count(*args):
-            seen.append(args[2])
-        sa.event.listen(self.ledger.engine, 'before_cursor_execute', count)
-        self.addCleanup(sa.event.remove, self.ledger.engine,
-                        'before_cursor_execute', count)
+        seen = ledger_helpers.watch_statements(self, self.ledger.engine)
         scan.scan(self.ledger, self.conf, self.now)
         return len(seen)
 
