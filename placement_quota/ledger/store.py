@@ -388,16 +388,33 @@ class Transaction:
 
     def generation(self, project_id):
         """The project's generation (0 for a project never seen)."""
-        known = self._known.get(('generation', project_id))
+        return self._scalar(*self._ahead('generation', project_id))
+
+    def longest_duration(self):
+        """:func:`longest_duration`, read ahead or not."""
+        return self._scalar(*self._ahead('longest_duration'))
+
+    def _ahead(self, name, project_id=None, exclude=None):
+        """``(key, query)`` of the scalar ``name`` of :data:`READ_AHEAD`:
+        what it is known by in this transaction, and the query reading
+        it."""
+        t = models.projects
+        if name == 'open_count':
+            return (('open_count', project_id, exclude),
+                    self._open_count_query(project_id, exclude))
+        if name == 'generation':
+            return (('generation', project_id),
+                    sa.select(t.c.generation)
+                    .where(t.c.project_id == project_id))
+        return ('longest_duration',), _longest_duration_query()
+
+    def _scalar(self, key, query):
+        """The scalar ``key`` read ahead, else read now by ``query``
+        (0 for no row)."""
+        known = self._known.get(key)
         if known is not None:
             return known
-        return self.connection.execute(
-            self._generation_query(project_id)).scalar() or 0
-
-    @staticmethod
-    def _generation_query(project_id):
-        t = models.projects
-        return sa.select(t.c.generation).where(t.c.project_id == project_id)
+        return self.connection.execute(query).scalar() or 0
 
     def read_ahead(self, project_id, wanted, exclude=None):
         """Read the scalars of ``wanted`` (names of :data:`READ_AHEAD`)
@@ -407,23 +424,15 @@ class Transaction:
         without a statement -- until this transaction writes a lease or
         the generation. ``exclude``: the entry the open leases leave out
         (as the admission's :meth:`open_count` call will)."""
-        wanted = [name for name in READ_AHEAD if name in set(wanted)]
+        wanted = {name: self._ahead(name, project_id, exclude)
+                  for name in READ_AHEAD if name in set(wanted)}
         if len(wanted) < 2:
             return  # one statement either way
-        queries = {
-            'open_count': lambda: self._open_count_query(
-                project_id, exclude),
-            'generation': lambda: self._generation_query(project_id),
-            'longest_duration': _longest_duration_query,
-        }
         row = self.connection.execute(sa.select(*(
-            queries[name]().scalar_subquery().label(name)
-            for name in wanted))).one()
-        keys = {'open_count': ('open_count', project_id, exclude, None),
-                'generation': ('generation', project_id),
-                'longest_duration': ('longest_duration',)}
-        for name in wanted:
-            self._known[keys[name]] = getattr(row, name) or 0
+            query.scalar_subquery().label(name)
+            for name, (key, query) in wanted.items()))).one()
+        for name, (key, query) in wanted.items():
+            self._known[key] = getattr(row, name) or 0
 
     def _forget(self):
         """This transaction wrote what a read ahead counted."""
@@ -555,7 +564,7 @@ class Transaction:
                    t.c.instance_disk_gb, t.c.instance_hosts]
         # Only leases starting less than the longest before the window can
         # overlap it: the index range on start_date is bounded both sides.
-        longest = longest_duration_of(self)
+        longest = self.longest_duration()
         query = sa.select(*columns).where(
             t.c.start_date < end, t.c.effective_end > start,
             t.c.state.notin_(models.NOT_COUNTED),
@@ -581,9 +590,9 @@ class Transaction:
     def open_count(self, project_id, exclude=None, user_id=None):
         """Pending and active leases of a project (of one of its users)
         now."""
-        known = self._known.get(('open_count', project_id, exclude, user_id))
-        if known is not None:
-            return known
+        if user_id is None:
+            return self._scalar(*self._ahead('open_count', project_id,
+                                             exclude))
         return self.connection.execute(self._open_count_query(
             project_id, exclude, user_id)).scalar_one()
 
@@ -771,13 +780,6 @@ def longest_duration(connection):
     """Seconds of the longest entry that counts (0 for none); denied
     and abandoned entries count toward nothing, not even this bound."""
     return connection.execute(_longest_duration_query()).scalar() or 0
-
-
-def longest_duration_of(txn):
-    """:func:`longest_duration` in the transaction ``txn``, read ahead or
-    not (:meth:`Transaction.read_ahead`)."""
-    known = txn._known.get(('longest_duration',))
-    return known if known is not None else longest_duration(txn.connection)
 
 
 def _longest_duration_query():

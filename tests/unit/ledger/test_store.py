@@ -325,7 +325,7 @@ class TestReadAhead(EntriesTestCase):
     def read(self, txn):
         before = len(self.statements)
         found = (txn.open_count(self.project), txn.generation(self.project),
-                 store.longest_duration_of(txn))
+                 txn.longest_duration())
         return found, len(self.statements) - before
 
     def test_read_ahead_answers_without_a_statement(self):
@@ -356,7 +356,7 @@ class TestReadAhead(EntriesTestCase):
                        end_date=at(30), state=models.PENDING,
                        amounts={}, lease={}, hourly_rate=0, charged=0)
             self.assertEqual(3, txn.open_count(self.project))
-            self.assertEqual(10 * 86400, store.longest_duration_of(txn))
+            self.assertEqual(10 * 86400, txn.longest_duration())
 
     def test_a_moved_generation_is_read_after_the_read_ahead(self):
         with self.ledger.transaction([self.project]) as txn:
