@@ -203,11 +203,10 @@ def seed_ledger(ledger, projects, leases, hosts, rng):
         # The lock rows a ledger that grew to this size through
         # admissions has: every project's, every host's capacity pool and
         # the cloud's.
-        connection.execute(locks.insert_ignoring_duplicates(
-            ledger.engine.dialect.name, models.projects), [
-            {'project_id': key, 'created_at': now} for key in
+        locks.ensure_rows(
+            connection, ledger.engine.dialect.name,
             names + [locks.host_pool_lock(name) for name, _ in hosts] +
-            [models.GLOBAL_LOCK]])
+            [models.GLOBAL_LOCK], now)
     analyze(ledger.engine)
 
 

@@ -234,9 +234,7 @@ def insert_ignoring_duplicates(dialect, table):
 
 def ensure_row(connection, dialect, project_id, now):
     """Insert the ``projects`` row of ``project_id`` unless it exists."""
-    connection.execute(
-        insert_ignoring_duplicates(dialect, models.projects).values(
-            project_id=project_id, created_at=now))
+    ensure_rows(connection, dialect, [project_id], now)
 
 
 def galera(connection):
