@@ -108,3 +108,13 @@ def lease(start, end, *reservations, name=None, lease_id=None, **extra):
         body['id'] = lease_id
     body.update(extra)
     return body
+
+
+class Clock:
+    """A monotonic clock the test moves (``now``, from 1000 s)."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now

@@ -26,17 +26,8 @@ from placement_quota.placement import directory
 from placement_quota.placement import embedded
 from placement_quota.placement import hosts
 from tests.fixtures import placement as placement_fixtures
+from tests import builders
 from tests.functional import test_faults
-
-
-class Clock:
-    """A monotonic clock the test moves."""
-
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
 
 
 class DirectoryTestCase(testtools.TestCase):
@@ -46,7 +37,7 @@ class DirectoryTestCase(testtools.TestCase):
         placement = self.useFixture(placement_fixtures.PlacementInProcess())
         self.client = placement_client.PlacementClient.from_endpoint(
             placement.endpoint, embedded.NOAUTH_HEADERS)
-        self.clock = Clock()
+        self.clock = builders.Clock()
         self.directory = directory.ProviderDirectory(
             self.client, relist_after=60, sharing_max_age=60,
             clock=self.clock)

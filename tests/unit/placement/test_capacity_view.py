@@ -22,18 +22,10 @@ import testtools
 from placement_quota.placement import capacity_view
 from placement_quota.placement import directory
 from placement_quota.placement import usage_room
+from tests import builders
 from tests.unit.placement import fakes
 
 SIZE = {'VCPU': 2}
-
-
-class Clock:
-
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
 
 
 class ViewTestCase(testtools.TestCase):
@@ -41,7 +33,7 @@ class ViewTestCase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.placement = fakes.FakePlacement()
-        self.clock = Clock()
+        self.clock = builders.Clock()
         self.view = capacity_view.CapacityView(
             self.placement, clock=self.clock, resync_batch=0)
         self.addCleanup(self.view.stop)

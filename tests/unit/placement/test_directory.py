@@ -18,16 +18,8 @@ import testtools
 
 from placement_quota.placement import capacity_view
 from placement_quota.placement import directory
+from tests import builders
 from tests.unit.placement import fakes
-
-
-class Clock:
-
-    def __init__(self):
-        self.now = 1000.0
-
-    def __call__(self):
-        return self.now
 
 
 class DirectoryTestCase(testtools.TestCase):
@@ -35,7 +27,7 @@ class DirectoryTestCase(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.placement = fakes.FakePlacement()
-        self.clock = Clock()
+        self.clock = builders.Clock()
         self.directory = directory.ProviderDirectory(self.placement,
                                                      clock=self.clock)
         self.addCleanup(self.placement.release.set)
