@@ -370,9 +370,10 @@ class CapacityView:
         if not listed:
             return []
         self.reads += len(listed)
-        # A usual refresh, a few reads: no pool of threads.
-        return usage_room.read_all(read, listed, self.max_workers,
-                                   inline_up_to=self.max_workers)
+        # Side by side even when few (the resync batch): one after the
+        # other, a refresh would wait for each answer of a busy Placement
+        # in turn, and the view grow older than the decisions may use.
+        return usage_room.read_all(read, listed, self.max_workers)
 
     def _usages(self, state):
         """``state`` with its usages read again (one call): a known

@@ -13,10 +13,10 @@
 timed check-creates."""
 
 import argparse
+import http.client
 import json
 import time
-
-import requests
+import urllib.parse
 
 
 def positive(text):
@@ -39,16 +39,24 @@ def time_check_creates(url, bodies):
     """``(latencies in ms, {status: count})`` of ``POST
     /v1/check-create`` of each of ``bodies`` (JSON documents, made as they
     are sent: making one is not timed), one after another on one
-    connection of the service at ``url``."""
-    session = requests.Session()
+    keep-alive connection (``http.client``: the client's own time, which
+    runs in the measuring process, stays a small part of each figure) of
+    the service at ``url``."""
+    parsed = urllib.parse.urlsplit(url)
+    path = parsed.path.rstrip('/') + '/v1/check-create'
+    headers = {'Content-Type': 'application/json'}
+    connection = http.client.HTTPConnection(parsed.hostname, parsed.port,
+                                            timeout=60)
     timings, statuses = [], {}
-    for body in bodies:
-        payload = json.dumps(body)
-        began = time.perf_counter()
-        response = session.post(url + '/v1/check-create', data=payload,
-                                headers={'Content-Type': 'application/json'},
-                                timeout=60)
-        timings.append((time.perf_counter() - began) * 1000)
-        statuses[response.status_code] = statuses.get(
-            response.status_code, 0) + 1
+    try:
+        for body in bodies:
+            payload = json.dumps(body).encode()
+            began = time.perf_counter()
+            connection.request('POST', path, body=payload, headers=headers)
+            response = connection.getresponse()
+            response.read()
+            timings.append((time.perf_counter() - began) * 1000)
+            statuses[response.status] = statuses.get(response.status, 0) + 1
+    finally:
+        connection.close()
     return timings, statuses
