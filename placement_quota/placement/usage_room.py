@@ -44,13 +44,11 @@ that fetch the answers.
 import concurrent.futures
 import contextvars
 import dataclasses
-import functools
 import typing
 from urllib import parse
 
 from oslo_log import log as logging
 
-from placement_quota import concurrency
 from placement_quota.placement import client as placement_client
 
 LOG = logging.getLogger(__name__)
@@ -73,21 +71,16 @@ def read_all(read: typing.Callable, items: typing.Iterable,
              inline_up_to: int = 1) -> list:
     """``[read(item) for item in items]``, the reads made concurrently by
     at most ``max_workers`` threads; with at most ``inline_up_to`` items,
-    in the calling thread. Up to ``max_workers`` items are read side by
-    side in the process's pool of threads (:func:`placement_quota.
-    concurrency.side_by_side`: no thread started for them); more in a
-    pool of ``max_workers`` threads of their own. The first exception of
-    a read is raised. Each read runs in a copy of the caller's context
-    (:mod:`contextvars`: the request ID sent to Placement)."""
+    in the calling thread (no pool of threads competing with the
+    decisions of this process for the interpreter). The first exception
+    of a read is raised. Each read runs in a copy of the caller's
+    context (:mod:`contextvars`: the request ID sent to Placement)."""
     items = list(items)
     if len(items) <= inline_up_to:
         return [read(item) for item in items]
-    if len(items) <= max_workers:
-        return [outcome.get() for outcome in concurrency.side_by_side(
-            [functools.partial(read, item) for item in items])]
     contexts = [contextvars.copy_context() for _ in items]
     with concurrent.futures.ThreadPoolExecutor(
-            max_workers=max(1, max_workers)) as pool:
+            max_workers=max(1, min(max_workers, len(items)))) as pool:
         return list(pool.map(lambda context, item: context.run(read, item),
                              contexts, items))
 

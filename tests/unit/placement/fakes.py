@@ -22,7 +22,9 @@ from placement_quota.placement import client as placement_client
 class FakePlacement:
     """``get`` and ``get_items`` of the listing and of each provider's
     inventories, usages and traits; :attr:`paths` records the calls.
-    While :attr:`hold` is set, a listing waits for :attr:`release`."""
+    While :attr:`hold` is set, a listing waits for :attr:`release`; while
+    :attr:`meet` is a ``threading.Barrier``, each read of usages waits at
+    it (they must be made side by side to pass)."""
 
     def __init__(self):
         self.providers = {}
@@ -30,6 +32,7 @@ class FakePlacement:
         self.hold = False
         self.listing_started = threading.Event()
         self.release = threading.Event()
+        self.meet = None
 
     def add(self, name=None, parent=None, inventories=None, used=None,
             traits=(), generation=1):
@@ -77,6 +80,8 @@ class FakePlacement:
         if what == 'inventories':
             body['inventories'] = provider['inventories']
         elif what == 'usages':
+            if self.meet is not None:
+                self.meet.wait()
             body['usages'] = {rc: provider['usages'].get(rc, 0)
                               for rc in provider['inventories']}
         else:

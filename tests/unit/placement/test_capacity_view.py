@@ -14,6 +14,7 @@ snapshot, and decisions that never wait for a refresh (a Placement in
 memory; the functional tests hold the view against the real one)."""
 
 import itertools
+import threading
 import time
 
 import fixtures
@@ -64,6 +65,18 @@ class TestRefreshByGeneration(ViewTestCase):
             for what in ('inventories', 'usages', 'traits')],
             self.placement.paths)
         self.assertEqual({moved: {'VCPU': 6}, still: {'VCPU': 16}},
+                         self.view.room(SIZE))
+
+    def test_a_refresh_reads_its_providers_side_by_side(self):
+        # One after the other, each read would wait for Placement's answer
+        # to the last: under load the view would grow older than allowed.
+        moved = [self.host(), self.host()]
+        self.view.refresh()
+        for host in moved:
+            self.placement.change(host, VCPU=10)
+        self.placement.meet = threading.Barrier(len(moved), timeout=10)
+        self.view.refresh()
+        self.assertEqual({h: {'VCPU': 6} for h in moved},
                          self.view.room(SIZE))
 
     def test_a_provider_gone_from_the_listing_leaves_the_view(self):
