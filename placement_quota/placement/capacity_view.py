@@ -58,7 +58,10 @@ The view can therefore miss *freed* capacity -- never used capacity: its
 room is then smaller than Placement's, the safe side. Each refresh also
 re-reads :data:`RESYNC_BATCH` unchanged providers, in turn, so a missed
 free is seen after at most ``providers / RESYNC_BATCH`` refreshes (one
-``GET .../usages`` per provider re-read so); and the capacity filter reads
+``GET .../usages`` per provider re-read so, one at a time, once the
+refresh is in the view: the view's age never waits for them, and they
+never burst on Placement beside the decisions' calls, as the reads of
+changed providers, made side by side, may); and the capacity filter reads
 Placement live when few instances more than asked fit in the view
 (:func:`near_limit`), so a missed free never decides that too few fit.
 
@@ -174,6 +177,16 @@ class Snapshot:
                 sharing.update(state.capacities)
         self.sharing = frozenset(sharing)
         self.memo = {}
+
+    def replacing(self, pairs):
+        """A snapshot of the same age with each ``(old, new)`` state of
+        ``pairs`` in place of ``old`` where this one still has ``old``
+        (a state read again, of the same trees)."""
+        providers = dict(self.providers)
+        for old, new in pairs:
+            if providers.get(old.uuid) is old:
+                providers[old.uuid] = new
+        return Snapshot(providers, self.names, self.as_of)
 
     def room(self, request, traits, among):
         """:func:`room_of` of these providers, reading only the trees of
@@ -331,8 +344,7 @@ class CapacityView:
                     state = dataclasses.replace(
                         state, root=listed.root, parent=listed.parent)
                 kept[listed.uuid] = state
-        resync = self._resync(kept)
-        states = self._read_all(to_read + resync)
+        states = self._read_all(to_read)
         kept.update((s.uuid, s) for s in states if s is not None)
         names = {listed.name: listed.uuid for listed in listing
                  if listed.uuid in kept}
@@ -342,11 +354,12 @@ class CapacityView:
         LOG.debug('Capacity view refreshed: %d providers, %d read again, in '
                   '%.3f s.', len(kept), len(to_read),
                   self.clock() - started)
+        self._resync(self._resync_batch(kept))
 
-    def _resync(self, kept):
+    def _resync_batch(self, kept):
         """Up to :attr:`resync_batch` unchanged providers with a usage,
         the next ones after the last batch (UUID order, wrapping round),
-        taken out of ``kept`` (all listed now)."""
+        of ``kept`` (all listed now)."""
         if not self.resync_batch:
             return []
         candidates = sorted(uuid for uuid, state in kept.items()
@@ -355,7 +368,23 @@ class CapacityView:
         batch = (candidates[after:] + candidates[:after])[
             :self.resync_batch]
         self._resync_from = batch[-1] if batch else ''
-        return [kept.pop(uuid) for uuid in batch]
+        return [kept[uuid] for uuid in batch]
+
+    def _resync(self, states):
+        """Read the usages of ``states`` again (:meth:`_usages`), one after
+        the other, once the refresh is in the view, and put them in it.
+        They only find frees that moved no generation (the view was on the
+        safe side), so the view's age does not wait for them, and they
+        come to Placement one at a time beside the decisions' calls."""
+        fresh = []
+        for state in states:
+            self.reads += 1
+            try:
+                fresh.append((state, self._usages(state)))
+            except placement_client.NotFound:
+                pass  # deleted: the next listing takes it out
+        if fresh:
+            self._snapshot = self._snapshot.replacing(fresh)
 
     def _read_all(self, listed):
         """Fresh states of ``listed``: :class:`Listed` entries (read whole)
@@ -370,9 +399,9 @@ class CapacityView:
         if not listed:
             return []
         self.reads += len(listed)
-        # Side by side even when few (the resync batch): one after the
-        # other, a refresh would wait for each answer of a busy Placement
-        # in turn, and the view grow older than the decisions may use.
+        # Side by side even when few: one after the other, a refresh
+        # would wait for each answer of a busy Placement in turn, and the
+        # view grow older than the decisions may use.
         return usage_room.read_all(read, listed, self.max_workers)
 
     def _usages(self, state):

@@ -22,9 +22,10 @@ from placement_quota.placement import client as placement_client
 class FakePlacement:
     """``get`` and ``get_items`` of the listing and of each provider's
     inventories, usages and traits; :attr:`paths` records the calls.
-    While :attr:`hold` is set, a listing waits for :attr:`release`; while
-    :attr:`meet` is a ``threading.Barrier``, each read of usages waits at
-    it (they must be made side by side to pass)."""
+    While :attr:`hold` is set, a listing waits for :attr:`release`;
+    :attr:`on_read`, when set, is called with the UUID and what is read
+    (``inventories``, ``usages``, ``traits``) before each read of a
+    provider is answered."""
 
     def __init__(self):
         self.providers = {}
@@ -32,7 +33,7 @@ class FakePlacement:
         self.hold = False
         self.listing_started = threading.Event()
         self.release = threading.Event()
-        self.meet = None
+        self.on_read = None
 
     def add(self, name=None, parent=None, inventories=None, used=None,
             traits=(), generation=1):
@@ -76,12 +77,12 @@ class FakePlacement:
         provider = self.providers.get(uuid)
         if provider is None:
             raise placement_client.NotFound(404, None, 'gone', 'GET', url)
+        if self.on_read is not None:
+            self.on_read(uuid, what)
         body = {'resource_provider_generation': provider['generation']}
         if what == 'inventories':
             body['inventories'] = provider['inventories']
         elif what == 'usages':
-            if self.meet is not None:
-                self.meet.wait()
             body['usages'] = {rc: provider['usages'].get(rc, 0)
                               for rc in provider['inventories']}
         else:

@@ -74,10 +74,69 @@ class TestRefreshByGeneration(ViewTestCase):
         self.view.refresh()
         for host in moved:
             self.placement.change(host, VCPU=10)
-        self.placement.meet = threading.Barrier(len(moved), timeout=10)
+        meet = threading.Barrier(len(moved), timeout=10)
+        self.placement.on_read = lambda uuid, what: (
+            meet.wait() if what == 'usages' else None)
         self.view.refresh()
         self.assertEqual({h: {'VCPU': 6} for h in moved},
                          self.view.room(SIZE))
+
+
+class TestResync(ViewTestCase):
+    """Frees move no generation: each refresh reads a few unchanged
+    providers' usages again, after the refresh is in the view."""
+
+    def setUp(self):
+        super().setUp()
+        self.view.resync_batch = 8
+
+    def free(self, uuid, **used):
+        # As Placement frees a consumer's allocations: no generation move.
+        self.placement.providers[uuid]['usages'].update(used)
+
+    def test_a_free_without_a_generation_move_is_found(self):
+        host = self.host(used=10)
+        self.view.refresh()
+        self.free(host, VCPU=0)
+        self.view.refresh()
+        self.assertEqual({host: {'VCPU': 16}}, self.view.room(SIZE))
+
+    def test_the_view_is_refreshed_before_the_resync_reads(self):
+        self.host(used=10)
+        self.view.refresh()
+        self.clock.now += 3
+        ages = []
+        self.placement.on_read = lambda uuid, what: ages.append(
+            self.view.age())
+        self.view.refresh()
+        self.assertEqual([0.0], ages)
+
+    def test_the_resync_reads_one_provider_at_a_time(self):
+        for _ in range(4):
+            self.host(used=1)
+        self.view.refresh()
+        reading, most = [], []
+
+        def on_read(uuid, what):
+            reading.append(uuid)
+            most.append(len(reading))
+            time.sleep(0.01)
+            reading.remove(uuid)
+        self.placement.on_read = on_read
+        self.view.refresh()
+        self.assertEqual([1] * 4, most)
+
+    def test_a_provider_deleted_before_its_resync_leaves_at_next_listing(
+            self):
+        gone = self.host(used=1)
+        self.view.refresh()
+        self.placement.on_read = lambda uuid, what: (
+            self.placement.providers.pop(gone, None))
+        self.view.refresh()
+        in_view = self.view.provider(gone)
+        self.view.refresh()
+        self.assertEqual((gone, None), (in_view.uuid,
+                                        self.view.provider(gone)))
 
     def test_a_provider_gone_from_the_listing_leaves_the_view(self):
         gone = self.host()
