@@ -34,6 +34,12 @@ from placement_quota.limits import tree as tree_mod
 
 LOG = logging.getLogger(__name__)
 
+#: How many accounts there are and the sum of their generations: any
+#: change moves it (built once: it is read before every decision).
+_VERSION = sa.select(
+    sa.func.count(), sa.func.coalesce(sa.func.sum(
+        models.accounts.c.generation), 0)).select_from(models.accounts)
+
 
 class AccountsSource(sources.LimitSource):
     """``base`` with the accounts of the ledger laid over it.
@@ -57,13 +63,9 @@ class AccountsSource(sources.LimitSource):
         engine = self._engine()
         if engine is None:
             return (0, 0)
-        t = models.accounts
         try:
             with engine.connect() as connection:
-                count, total = connection.execute(sa.select(
-                    sa.func.count(), sa.func.coalesce(
-                        sa.func.sum(t.c.generation), 0)).select_from(
-                            t)).one()
+                count, total = connection.execute(_VERSION).one()
         except sa.exc.OperationalError as exc:
             LOG.debug('No accounts table in the ledger (%s)', exc.orig)
             return (0, 0)

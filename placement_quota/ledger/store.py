@@ -309,6 +309,21 @@ class Ledger:
 #: The scalars :meth:`Transaction.read_ahead` reads in one statement.
 READ_AHEAD = ('open_count', 'generation', 'longest_duration')
 
+#: Statements built once (:func:`_built`), by what tells them apart.
+_BUILT = {}
+
+
+def _built(key, build):
+    """The statement ``build()`` makes, built once for ``key``: its
+    values are bound parameters given at each execution, so SQLAlchemy
+    neither builds it nor works out its cache key again for every
+    decision."""
+    found = _BUILT.get(key)
+    if found is None:
+        found = _BUILT.setdefault(key, build())
+    return found
+
+
 #: The states in which an entry bound to no lease ID can be matched to a
 #: lease by fingerprint or shape.
 MATCHABLE = (models.PENDING, models.ACTIVE, models.ABANDONED)
@@ -388,33 +403,46 @@ class Transaction:
 
     def generation(self, project_id):
         """The project's generation (0 for a project never seen)."""
-        return self._scalar(*self._ahead('generation', project_id))
+        return self._scalar('generation', project_id)
 
     def longest_duration(self):
         """:func:`longest_duration`, read ahead or not."""
-        return self._scalar(*self._ahead('longest_duration'))
+        return self._scalar('longest_duration')
 
-    def _ahead(self, name, project_id=None, exclude=None):
+    def _ahead(self, name, project_id=None, exclude=None, now=None,
+               query=True):
         """``(key, query)`` of the scalar ``name`` of :data:`READ_AHEAD`:
         what it is known by in this transaction, and the query reading
-        it."""
+        it (None without ``query``). ``now``: the time open leases end
+        after (default: this transaction's)."""
         t = models.projects
         if name == 'open_count':
             return (('open_count', project_id, exclude),
-                    self._open_count_query(project_id, exclude))
+                    self._open_count_query(project_id, exclude, now=now)
+                    if query else None)
         if name == 'generation':
             return (('generation', project_id),
                     sa.select(t.c.generation)
-                    .where(t.c.project_id == project_id))
-        return ('longest_duration',), _longest_duration_query()
+                    .where(t.c.project_id == project_id)
+                    if query else None)
+        return (('longest_duration',),
+                _longest_duration_query() if query else None)
 
-    def _scalar(self, key, query):
-        """The scalar ``key`` read ahead, else read now by ``query``
-        (0 for no row)."""
-        known = self._known.get(key)
+    def _scalar(self, name, project_id=None, exclude=None):
+        """The scalar ``name`` of :data:`READ_AHEAD` read ahead, else
+        read now (0 for no row)."""
+        known = self._known.get(
+            self._ahead(name, project_id, exclude, query=False)[0])
         if known is not None:
             return known
-        return self.connection.execute(query).scalar() or 0
+        excluding = exclude is not None
+        query = _built(('scalar', name, excluding), lambda: self._ahead(
+            name, sa.bindparam('project_id'),
+            sa.bindparam('exclude') if excluding else None,
+            sa.bindparam('now'))[1])
+        return self.connection.execute(query, {
+            'project_id': project_id, 'exclude': exclude,
+            'now': self.now}).scalar() or 0
 
     def read_ahead(self, project_id, wanted, exclude=None):
         """Read the scalars of ``wanted`` (names of :data:`READ_AHEAD`)
@@ -424,14 +452,23 @@ class Transaction:
         without a statement -- until this transaction writes a lease or
         the generation. ``exclude``: the entry the open leases leave out
         (as the admission's :meth:`open_count` call will)."""
-        wanted = {name: self._ahead(name, project_id, exclude)
-                  for name in READ_AHEAD if name in set(wanted)}
-        if len(wanted) < 2:
+        names = tuple(name for name in READ_AHEAD if name in set(wanted))
+        if len(names) < 2:
             return  # one statement either way
-        row = self.connection.execute(sa.select(*(
-            query.scalar_subquery().label(name)
-            for name, (key, query) in wanted.items()))).one()
-        for name, (key, query) in wanted.items():
+        excluding = exclude is not None
+
+        def build():
+            project, left_out = sa.bindparam('project_id'), (
+                sa.bindparam('exclude') if excluding else None)
+            return sa.select(*(
+                self._ahead(name, project, left_out, sa.bindparam('now'))[1]
+                .scalar_subquery().label(name) for name in names))
+        row = self.connection.execute(
+            _built(('read_ahead', names, excluding), build),
+            {'project_id': project_id, 'exclude': exclude,
+             'now': self.now}).one()
+        for name in names:
+            key = self._ahead(name, project_id, exclude, query=False)[0]
             self._known[key] = getattr(row, name) or 0
 
     def _forget(self):
@@ -591,17 +628,17 @@ class Transaction:
         """Pending and active leases of a project (of one of its users)
         now."""
         if user_id is None:
-            return self._scalar(*self._ahead('open_count', project_id,
-                                             exclude))
+            return self._scalar('open_count', project_id, exclude)
         return self.connection.execute(self._open_count_query(
             project_id, exclude, user_id)).scalar_one()
 
-    def _open_count_query(self, project_id, exclude=None, user_id=None):
+    def _open_count_query(self, project_id, exclude=None, user_id=None,
+                          now=None):
         t = models.leases
         query = sa.select(sa.func.count()).select_from(t).where(
             t.c.project_id == project_id,
             t.c.state.in_((models.PENDING, models.ACTIVE)),
-            t.c.effective_end > self.now)
+            t.c.effective_end > (self.now if now is None else now))
         if user_id is not None:
             query = query.where(t.c.user_id == user_id)
         if exclude is not None:
@@ -620,33 +657,21 @@ class Transaction:
             values['amounts'], values.get('lease')))
         values['resource_type'] = accounting.resource_type(
             values.get('lease'))
-        insert = models.leases.insert().values(**values)
         if charge is not None and charge[1] and \
                 self.ledger.dialect == 'postgresql':
+            allocation_id, amount, kind = charge
+            columns = tuple(sorted(values))
             return self.connection.execute(
-                self._charge_of_new(insert, values['project_id'], *charge)
-            ).scalar_one()
-        row = self.connection.execute(insert).inserted_primary_key[0]
+                _built(('charge_of_new', columns),
+                       lambda: _charge_of_new(columns)),
+                dict(values, charge_allocation_id=allocation_id,
+                     charge_amount=amount, charge_kind=kind,
+                     charge_at=self.now)).scalar_one()
+        row = self.connection.execute(
+            models.leases.insert(), values).inserted_primary_key[0]
         if charge is not None:
             self.charge(values['project_id'], row, *charge)
         return row
-
-    def _charge_of_new(self, insert, project_id, allocation_id, amount,
-                       kind):
-        """One statement inserting the entry of ``insert`` and its first
-        charge (a data-modifying ``WITH`` of PostgreSQL), returning the
-        entry's row ID."""
-        t = models.charges
-        new = insert.returning(models.leases.c.id).cte('new_entry')
-        return t.insert().from_select(
-            ['project_id', 'lease_row', 'allocation_id', 'amount', 'kind',
-             'at'],
-            sa.select(sa.literal(project_id, t.c.project_id.type), new.c.id,
-                      sa.literal(allocation_id, t.c.allocation_id.type),
-                      sa.literal(amount, t.c.amount.type),
-                      sa.literal(kind, t.c.kind.type),
-                      sa.literal(self.now, t.c.at.type))
-        ).returning(t.c.lease_row)
 
     def update(self, row_id, **values):
         values.setdefault('updated_at', self.now)
@@ -698,19 +723,29 @@ class Transaction:
         The same statement reads what was :meth:`spent` of it and, with
         ``share_of`` (a user ID), that user's :meth:`share`: the calls
         asking for them next are answered without a statement."""
-        t = models.credit_allocations
-        columns = [t, _spent_query(t.c.id).scalar_subquery().label('spent')]
-        if share_of is not None:
-            columns.append(shares.share_query(project_id, share_of)
-                           .scalar_subquery().label('user_share'))
+        general, with_share = resource_class is None, share_of is not None
+
+        def build():
+            t = models.credit_allocations
+            project, at_ = sa.bindparam('project_id'), sa.bindparam('at')
+            columns = [t, _spent_query(t.c.id).scalar_subquery()
+                       .label('spent')]
+            if with_share:
+                columns.append(shares.share_query(
+                    project, sa.bindparam('share_of'))
+                    .scalar_subquery().label('user_share'))
+            return sa.select(*columns).where(
+                t.c.project_id == project,
+                (t.c.resource_class.is_(None) if general
+                 else t.c.resource_class == sa.bindparam('resource_class')),
+                sa.or_(t.c.start_date.is_(None), t.c.start_date <= at_),
+                sa.or_(t.c.end_date.is_(None), t.c.end_date > at_)
+            ).order_by(t.c.id.desc())
         row = self.connection.execute(
-            sa.select(*columns).where(
-                t.c.project_id == project_id,
-                (t.c.resource_class.is_(None) if resource_class is None
-                 else t.c.resource_class == resource_class),
-                sa.or_(t.c.start_date.is_(None), t.c.start_date <= at),
-                sa.or_(t.c.end_date.is_(None), t.c.end_date > at))
-            .order_by(t.c.id.desc())).first()
+            _built(('allocation', general, with_share), build),
+            {'project_id': project_id, 'at': at,
+             'resource_class': resource_class,
+             'share_of': share_of}).first()
         if row is not None:
             self._known[('spent', row.id)] = row.spent
             if share_of is not None:
@@ -790,6 +825,27 @@ def _longest_duration_query():
     return (sa.select(t.c.duration_s)
             .where(t.c.state.notin_(models.NOT_COUNTED))
             .order_by(t.c.duration_s.desc()).limit(1))
+
+
+def _charge_of_new(columns):
+    """One statement inserting an entry (its ``columns`` bound by their
+    names) and its first charge (``charge_allocation_id``,
+    ``charge_amount``, ``charge_kind``, ``charge_at``): a data-modifying
+    ``WITH`` of PostgreSQL, returning the entry's row ID."""
+    t = models.charges
+    new = models.leases.insert().values(
+        {name: sa.bindparam(name) for name in columns}
+    ).returning(models.leases.c.id).cte('new_entry')
+    return t.insert().from_select(
+        ['project_id', 'lease_row', 'allocation_id', 'amount', 'kind', 'at'],
+        sa.select(sa.bindparam('project_id', type_=t.c.project_id.type),
+                  new.c.id,
+                  sa.bindparam('charge_allocation_id',
+                               type_=t.c.allocation_id.type),
+                  sa.bindparam('charge_amount', type_=t.c.amount.type),
+                  sa.bindparam('charge_kind', type_=t.c.kind.type),
+                  sa.bindparam('charge_at', type_=t.c.at.type))
+    ).returning(t.c.lease_row)
 
 
 def _spent_query(allocation_id):
