@@ -186,18 +186,36 @@ def take_rows(connection, dialect, keys, now):
         return []
     if dialect != 'postgresql':
         return None
-    t = models.projects
     for is_shared, run in _runs(keys):
         rows = [lock_row(key)[0] for key in run]
-        position = sa.case({row: i for i, row in enumerate(rows)},
-                           value=t.c.project_id)
         found = {row.project_id for row in connection.execute(
-            sa.select(t.c.project_id).where(t.c.project_id.in_(rows))
-            .order_by(position).with_for_update(read=is_shared))}
+            _locking(len(rows), is_shared),
+            {'row_%d' % i: row for i, row in enumerate(rows)})}
         missing = [key for key in run if lock_row(key)[0] not in found]
         if missing:
             return missing
     return []
+
+
+#: The statements of :func:`take_rows`, by number of rows and mode.
+_LOCKING = {}
+
+
+def _locking(count, is_shared):
+    """``SELECT ... FOR UPDATE`` (``FOR SHARE``) of ``count`` rows bound
+    as ``row_0``, ``row_1``..., sorted in that order before they are
+    locked; built once for each count and mode."""
+    key = (count, is_shared)
+    found = _LOCKING.get(key)
+    if found is None:
+        t = models.projects
+        rows = [sa.bindparam('row_%d' % i) for i in range(count)]
+        position = sa.case(*((t.c.project_id == row, i)
+                             for i, row in enumerate(rows)))
+        found = _LOCKING.setdefault(key, sa.select(t.c.project_id).where(
+            t.c.project_id.in_(rows)).order_by(position)
+            .with_for_update(read=is_shared))
+    return found
 
 
 def _runs(keys):
