@@ -311,6 +311,9 @@ READ_AHEAD = ('open_count', 'generation', 'longest_duration')
 
 #: Statements built once (:func:`_built`), by what tells them apart.
 _BUILT = {}
+#: Most statements kept in :data:`_BUILT` (shapes past them, such as a
+#: lease on hundreds of hosts, are built for each use).
+BUILT_LIMIT = 512
 
 
 def _built(key, build):
@@ -320,7 +323,9 @@ def _built(key, build):
     decision."""
     found = _BUILT.get(key)
     if found is None:
-        found = _BUILT.setdefault(key, build())
+        found = build()
+        if len(_BUILT) < BUILT_LIMIT:
+            found = _BUILT.setdefault(key, found)
     return found
 
 

@@ -199,6 +199,8 @@ def take_rows(connection, dialect, keys, now):
 
 #: The statements of :func:`take_rows`, by number of rows and mode.
 _LOCKING = {}
+#: Most statements kept in :data:`_LOCKING` (past them, built each time).
+LOCKING_LIMIT = 256
 
 
 def _locking(count, is_shared):
@@ -212,9 +214,11 @@ def _locking(count, is_shared):
         rows = [sa.bindparam('row_%d' % i) for i in range(count)]
         position = sa.case(*((t.c.project_id == row, i)
                              for i, row in enumerate(rows)))
-        found = _LOCKING.setdefault(key, sa.select(t.c.project_id).where(
-            t.c.project_id.in_(rows)).order_by(position)
-            .with_for_update(read=is_shared))
+        found = sa.select(t.c.project_id).where(
+            t.c.project_id.in_(rows)).order_by(position).with_for_update(
+                read=is_shared)
+        if len(_LOCKING) < LOCKING_LIMIT:
+            found = _LOCKING.setdefault(key, found)
     return found
 
 

@@ -364,6 +364,55 @@ class TestReadAhead(EntriesTestCase):
             txn.bump_generation(self.project)
             self.assertEqual(1, txn.generation(self.project))
 
+    def test_the_entry_left_out_of_the_read_ahead_is_not_counted(self):
+        left_out = self.insert_row(at(10), at(12))
+        with self.ledger.transaction([self.project]) as txn:
+            txn.read_ahead(self.project, store.READ_AHEAD, exclude=left_out)
+            before = len(self.statements)
+            counted = txn.open_count(self.project, exclude=left_out)
+            self.assertEqual((2, 0), (counted, len(self.statements) - before))
+
+    def test_an_other_projects_scalars_are_its_own(self):
+        self.insert_row(at(10), at(11), project='other')
+        with self.ledger.transaction([self.project, 'other']) as txn:
+            txn.read_ahead(self.project, store.READ_AHEAD)
+            txn.read_ahead('other', store.READ_AHEAD)
+            self.assertEqual((2, 1), (txn.open_count(self.project),
+                                      txn.open_count('other')))
+
+
+class TestBuiltStatements(base.LedgerTestCase):
+    """A decision's statements are built once for each shape, their
+    values bound at execution."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(fixtures.MonkeyPatch(
+            'placement_quota.ledger.store._BUILT', {}))
+        self.builds = []
+
+    def build(self):
+        self.builds.append(1)
+        return sa.select(sa.literal(1))
+
+    def test_a_shape_is_built_once(self):
+        first = store._built(('shape',), self.build)
+        self.assertIs(first, store._built(('shape',), self.build))
+        self.assertEqual(1, len(self.builds))
+
+    def test_past_the_limit_a_shape_is_built_for_each_use(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'placement_quota.ledger.store.BUILT_LIMIT', 0))
+        store._built(('shape',), self.build)
+        store._built(('shape',), self.build)
+        self.assertEqual(2, len(self.builds))
+
+    def test_the_lock_statement_is_built_once_for_a_count_and_mode(self):
+        self.useFixture(fixtures.MonkeyPatch(
+            'placement_quota.ledger.db.locks._LOCKING', {}))
+        self.assertIs(locks._locking(2, False), locks._locking(2, False))
+        self.assertIsNot(locks._locking(2, False), locks._locking(2, True))
+
 
 class TestAllocationReadsItsSpendingAlong(base.LedgerTestCase):
 
