@@ -41,6 +41,7 @@ from placement_quota.ledger import errors
 from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
 from placement_quota.ledger import shares
+from placement_quota.ledger import statements
 from placement_quota.ledger import window
 
 LOG = logging.getLogger(__name__)
@@ -309,26 +310,6 @@ class Ledger:
 #: The scalars :meth:`Transaction.read_ahead` reads in one statement.
 READ_AHEAD = ('open_count', 'generation', 'longest_duration')
 
-#: Statements built once (:func:`_built`), by what tells them apart.
-_BUILT = {}
-#: Most statements kept in :data:`_BUILT` (shapes past them, such as a
-#: lease on hundreds of hosts, are built for each use).
-BUILT_LIMIT = 512
-
-
-def _built(key, build):
-    """The statement ``build()`` makes, built once for ``key``: its
-    values are bound parameters given at each execution, so SQLAlchemy
-    neither builds it nor works out its cache key again for every
-    decision."""
-    found = _BUILT.get(key)
-    if found is None:
-        found = build()
-        if len(_BUILT) < BUILT_LIMIT:
-            found = _BUILT.setdefault(key, found)
-    return found
-
-
 #: The states in which an entry bound to no lease ID can be matched to a
 #: lease by fingerprint or shape.
 MATCHABLE = (models.PENDING, models.ACTIVE, models.ABANDONED)
@@ -338,58 +319,6 @@ def _is_lock_timeout(exc):
     text = str(exc.orig).lower()
     return ('lock timeout' in text or 'database is locked' in text or
             'lock wait timeout' in text)
-
-
-def _on_hosts(column, count):
-    """SQL: the space-separated host keys of ``column`` are empty or
-    name one of ``count`` hosts, bound as ``host_0``, ``host_1``... by
-    their :func:`_host_pattern` (whole keys: ``a`` is not ``ab``; a key's
-    ``%`` and ``_`` are no wildcards)."""
-    padded = sa.literal(' ') + column + sa.literal(' ')
-    return sa.or_(column == '', *(
-        padded.like(sa.bindparam('host_%d' % i), escape=LIKE_ESCAPE)
-        for i in range(count)))
-
-
-#: The escape character of :func:`_host_pattern`.
-LIKE_ESCAPE = '/'
-
-
-def _host_pattern(key):
-    """The ``LIKE`` pattern of :func:`_on_hosts` finding the host key
-    ``key`` whole in a space-separated list padded with spaces."""
-    escaped = (key.replace(LIKE_ESCAPE, LIKE_ESCAPE * 2)
-               .replace('%', LIKE_ESCAPE + '%')
-               .replace('_', LIKE_ESCAPE + '_'))
-    return '%% %s %%' % escaped
-
-
-def _instance_intervals_query(bounded, excluding, hosts):
-    """The query of :meth:`Transaction.instance_intervals`, its values
-    bound (``start``, ``end``, ``earliest`` when ``bounded``, ``exclude``
-    when ``excluding``, and ``hosts`` host patterns unless None)."""
-    t = models.leases
-    query = sa.select(
-        t.c.id, t.c.start_date, t.c.effective_end, t.c.instance_vcpus,
-        t.c.instance_memory_mb, t.c.instance_disk_gb, t.c.instance_hosts
-    ).where(
-        t.c.start_date < sa.bindparam('end'),
-        t.c.effective_end > sa.bindparam('start'),
-        t.c.state.notin_(models.NOT_COUNTED),
-        (t.c.instance_vcpus + t.c.instance_memory_mb +
-         t.c.instance_disk_gb) > 0)
-    if bounded:
-        query = query.where(t.c.start_date >= sa.bindparam('earliest'))
-    if excluding:
-        query = query.where(t.c.id != sa.bindparam('exclude'))
-    if hosts is not None:
-        query = query.where(_on_hosts(t.c.instance_hosts, hosts))
-    # MariaDB ranges over the start's own index and reads each row (82 ms
-    # at 100,000 leases; 2.3 ms over the covering one).
-    for dialect in locks.MYSQL:
-        query = query.with_hint(
-            t, 'FORCE INDEX (%s)' % models.INSTANCE_WINDOW_INDEX, dialect)
-    return query
 
 
 def _row_interval(row):
@@ -473,7 +402,7 @@ class Transaction:
                     .where(t.c.project_id == project_id)
                     if query else None)
         return (('longest_duration',),
-                _longest_duration_query() if query else None)
+                statements.longest_duration() if query else None)
 
     def _scalar(self, name, project_id=None, exclude=None):
         """The scalar ``name`` of :data:`READ_AHEAD` read ahead, else
@@ -483,10 +412,11 @@ class Transaction:
         if known is not None:
             return known
         excluding = exclude is not None
-        query = _built(('scalar', name, excluding), lambda: self._ahead(
-            name, sa.bindparam('project_id'),
-            sa.bindparam('exclude') if excluding else None,
-            sa.bindparam('now'))[1])
+        query = statements.built(
+            ('scalar', name, excluding), lambda: self._ahead(
+                name, sa.bindparam('project_id'),
+                sa.bindparam('exclude') if excluding else None,
+                sa.bindparam('now'))[1])
         return self.connection.execute(query, {
             'project_id': project_id, 'exclude': exclude,
             'now': self.now}).scalar() or 0
@@ -511,7 +441,7 @@ class Transaction:
                 self._ahead(name, project, left_out, sa.bindparam('now'))[1]
                 .scalar_subquery().label(name) for name in names))
         row = self.connection.execute(
-            _built(('read_ahead', names, excluding), build),
+            statements.built(('read_ahead', names, excluding), build),
             {'project_id': project_id, 'exclude': exclude,
              'now': self.now}).one()
         for name in names:
@@ -640,8 +570,8 @@ class Transaction:
             if excluding:
                 query = query.where(t.c.id != sa.bindparam('exclude'))
             return query
-        query = _built(('intervals', with_lease, with_names, some,
-                        excluding), build)
+        query = statements.built(
+            ('intervals', with_lease, with_names, some, excluding), build)
         return [(_row_interval(row), row) for row in self.connection.execute(
             query, {'start': start, 'end': end, 'exclude': exclude,
                     'projects': project_ids,
@@ -661,14 +591,14 @@ class Transaction:
                  None if hosts is None else len(hosts))
         params = {'start': start, 'end': end, 'earliest': earliest,
                   'exclude': exclude}
-        params.update(('host_%d' % i, _host_pattern(key))
+        params.update(('host_%d' % i, statements.host_pattern(key))
                       for i, key in enumerate(hosts or ()))
         return [(window.Interval(row.start_date, row.effective_end, {
             'VCPU': row.instance_vcpus, 'MEMORY_MB': row.instance_memory_mb,
             'DISK_GB': row.instance_disk_gb}), row)
-            for row in self.connection.execute(_built(
+            for row in self.connection.execute(statements.built(
                 ('instance_intervals',) + shape,
-                lambda: _instance_intervals_query(*shape)), params)]
+                lambda: statements.instance_intervals(*shape)), params)]
 
     def open_count(self, project_id, exclude=None, user_id=None):
         """Pending and active leases of a project (of one of its users)
@@ -708,8 +638,9 @@ class Transaction:
             allocation_id, amount, kind = charge
             columns = tuple(sorted(values))
             return self.connection.execute(
-                _built(('charge_of_new', columns),
-                       lambda: _charge_of_new(columns)),
+                statements.built(
+                    ('charge_of_new', columns),
+                    lambda: statements.charge_of_new(columns)),
                 dict(values, charge_allocation_id=allocation_id,
                      charge_amount=amount, charge_kind=kind,
                      charge_at=self.now)).scalar_one()
@@ -774,7 +705,7 @@ class Transaction:
         def build():
             t = models.credit_allocations
             project, at_ = sa.bindparam('project_id'), sa.bindparam('at')
-            columns = [t, _spent_query(t.c.id).scalar_subquery()
+            columns = [t, statements.spent(t.c.id).scalar_subquery()
                        .label('spent')]
             if with_share:
                 columns.append(shares.share_query(
@@ -788,7 +719,7 @@ class Transaction:
                 sa.or_(t.c.end_date.is_(None), t.c.end_date > at_)
             ).order_by(t.c.id.desc())
         row = self.connection.execute(
-            _built(('allocation', general, with_share), build),
+            statements.built(('allocation', general, with_share), build),
             {'project_id': project_id, 'at': at,
              'resource_class': resource_class,
              'share_of': share_of}).first()
@@ -804,7 +735,7 @@ class Transaction:
         if known is not None:
             return known
         return self.connection.execute(
-            _spent_query(allocation_id)).scalar_one()
+            statements.spent(allocation_id)).scalar_one()
 
     def share(self, project_id, user_id):
         """The user's share of the project's credits in force
@@ -860,46 +791,7 @@ def duration(values):
 def longest_duration(connection):
     """Seconds of the longest entry that counts (0 for none); denied
     and abandoned entries count toward nothing, not even this bound."""
-    return connection.execute(_longest_duration_query()).scalar() or 0
-
-
-def _longest_duration_query():
-    # Not max(): MariaDB reads every row for a max() with a WHERE (12.8 ms
-    # at 20,000 leases); the duration's index read from its top stops at
-    # the first entry that counts, on every database.
-    t = models.leases
-    return (sa.select(t.c.duration_s)
-            .where(t.c.state.notin_(models.NOT_COUNTED))
-            .order_by(t.c.duration_s.desc()).limit(1))
-
-
-def _charge_of_new(columns):
-    """One statement inserting an entry (its ``columns`` bound by their
-    names) and its first charge (``charge_allocation_id``,
-    ``charge_amount``, ``charge_kind``, ``charge_at``): a data-modifying
-    ``WITH`` of PostgreSQL, returning the entry's row ID."""
-    t = models.charges
-    new = models.leases.insert().values(
-        {name: sa.bindparam(name) for name in columns}
-    ).returning(models.leases.c.id).cte('new_entry')
-    return t.insert().from_select(
-        ['project_id', 'lease_row', 'allocation_id', 'amount', 'kind', 'at'],
-        sa.select(sa.bindparam('project_id', type_=t.c.project_id.type),
-                  new.c.id,
-                  sa.bindparam('charge_allocation_id',
-                               type_=t.c.allocation_id.type),
-                  sa.bindparam('charge_amount', type_=t.c.amount.type),
-                  sa.bindparam('charge_kind', type_=t.c.kind.type),
-                  sa.bindparam('charge_at', type_=t.c.at.type))
-    ).returning(t.c.lease_row)
-
-
-def _spent_query(allocation_id):
-    """Net micro-credits charged to the allocation ``allocation_id`` (a
-    value or a column)."""
-    t = models.charges
-    return (sa.select(sa.func.coalesce(sa.func.sum(t.c.amount), 0))
-            .where(t.c.allocation_id == allocation_id))
+    return connection.execute(statements.longest_duration()).scalar() or 0
 
 
 def earliest_start(start, longest):

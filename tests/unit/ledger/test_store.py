@@ -24,6 +24,7 @@ from placement_quota.accounts import store as accounts_store
 from placement_quota.ledger import errors as ledger_errors
 from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
+from placement_quota.ledger import statements
 from placement_quota.ledger import store
 from tests.builders import at
 from tests.builders import NOW
@@ -388,7 +389,7 @@ class TestBuiltStatements(base.LedgerTestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.MonkeyPatch(
-            'placement_quota.ledger.store._BUILT', {}))
+            'placement_quota.ledger.statements.BUILT_STATEMENTS', {}))
         self.builds = []
 
     def build(self):
@@ -396,15 +397,15 @@ class TestBuiltStatements(base.LedgerTestCase):
         return sa.select(sa.literal(1))
 
     def test_a_shape_is_built_once(self):
-        first = store._built(('shape',), self.build)
-        self.assertIs(first, store._built(('shape',), self.build))
+        first = statements.built(('shape',), self.build)
+        self.assertIs(first, statements.built(('shape',), self.build))
         self.assertEqual(1, len(self.builds))
 
     def test_past_the_limit_a_shape_is_built_for_each_use(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'placement_quota.ledger.store.BUILT_LIMIT', 0))
-        store._built(('shape',), self.build)
-        store._built(('shape',), self.build)
+            'placement_quota.ledger.statements.BUILT_LIMIT', 0))
+        statements.built(('shape',), self.build)
+        statements.built(('shape',), self.build)
         self.assertEqual(2, len(self.builds))
 
     def test_the_lock_statement_is_built_once_for_a_count_and_mode(self):
