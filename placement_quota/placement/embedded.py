@@ -254,6 +254,17 @@ def get_app(connection, config_files=()):
         return _app
 
 
+def close_connections():
+    """Close the pooled database connections of this process's embedded
+    Placement (:func:`get_app` made them): before forking processes that
+    serve it, so that none shares one; each opens its own."""
+    if _app is None:
+        return
+    from placement import db_api  # see make_conf
+
+    db_api.get_placement_engine().dispose()
+
+
 _server = None
 
 
@@ -286,14 +297,15 @@ class ServerProcess:
     ``config_files``: Placement configuration files read on top of the
     embedded defaults (see :func:`make_conf`). ``connection``: the
     SQLAlchemy URL of another database (e.g. PostgreSQL, as a real
-    deployment has) instead of the SQLite file.
+    deployment has) instead of the SQLite file. ``workers``: processes
+    serving its port (``--workers``), as a deployment runs several.
 
     :raises RuntimeError: if it does not print ``LISTENING <url>`` within
         ``timeout`` seconds, with the tail of its stderr.
     """
 
     def __init__(self, timeout=60, state_dir=None, config_files=(),
-                 connection=None):
+                 connection=None, workers=1):
         started = time.monotonic()
         self._own_dir = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(
@@ -308,7 +320,8 @@ class ServerProcess:
             [sys.executable, '-m', 'placement_quota.cmd.embedded_placement',
              '--host', '127.0.0.1', '--port', '0', '--exit-on-stdin-eof',
              '--connection',
-             connection or sqlite_connection(self.state_dir)] +
+             connection or sqlite_connection(self.state_dir),
+             '--workers', str(workers)] +
             ['--config-file=%s' % path for path in config_files],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=self._stderr, env=env, cwd=root, text=True)

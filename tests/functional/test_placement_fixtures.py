@@ -12,6 +12,7 @@
 """The real Placement behind our fixtures, in-process and as a server."""
 
 from concurrent import futures
+import os
 import sqlite3
 import uuid
 
@@ -24,6 +25,7 @@ import testtools
 
 from placement_quota.placement import embedded
 from tests.fixtures import placement as placement_fixtures
+from tests.fixtures import process
 
 
 def _client(fixture, microversion='1.39', headers=None):
@@ -139,6 +141,40 @@ class TestPlacementServer(_BothFixtures, testtools.TestCase):
     def test_server_is_shared_by_fixture_instances(self):
         other = self.useFixture(placement_fixtures.PlacementServer())
         self.assertEqual(self.placement.endpoint, other.endpoint)
+
+
+class TestServerWorkers(testtools.TestCase):
+    """The embedded Placement served by several processes on one port,
+    as a deployment runs Placement."""
+
+    def setUp(self):
+        super().setUp()
+        self.server = embedded.ServerProcess(workers=2)
+        self.addCleanup(self.server.stop)
+
+    def get(self, path):
+        # A connection of its own each time: the kernel spreads them.
+        return requests.get(self.server.url + path, timeout=30,
+                            headers=dict(embedded.NOAUTH_HEADERS, **{
+                                'OpenStack-API-Version': 'placement 1.39'}))
+
+    def test_a_provider_written_through_one_is_read_through_every_one(self):
+        rp_uuid = str(uuid.uuid4())
+        created = requests.post(
+            self.server.url + '/resource_providers', timeout=30,
+            json={'name': 'rp-' + rp_uuid, 'uuid': rp_uuid},
+            headers=dict(embedded.NOAUTH_HEADERS, **{
+                'OpenStack-API-Version': 'placement 1.39'}))
+        self.assertEqual(200, created.status_code, created.text)
+        self.assertEqual([200] * 20, [
+            self.get('/resource_providers/%s' % rp_uuid).status_code
+            for _ in range(20)])
+
+    def test_the_workers_end_with_the_server(self):
+        workers = process.children(self.server.process.pid)
+        self.server.stop()
+        self.assertEqual((2, []), (len(workers), [
+            pid for pid in workers if os.path.exists('/proc/%d' % pid)]))
 
 
 class TestEmbeddedGetApp(testtools.TestCase):

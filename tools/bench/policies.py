@@ -380,17 +380,19 @@ GOAL_SCALE_RATIO = 1.5
 GOAL_RSS_MB = 300.0
 
 
-def start_placement(kind):
+def start_placement(kind, workers=1):
     """``(ServerProcess, PostgreSQL server or None)``: the embedded
-    Placement on SQLite, or the same app on a private PostgreSQL."""
+    Placement on SQLite, or the same app on a private PostgreSQL, served
+    by ``workers`` processes."""
     if kind == 'embedded':
-        return embedded.ServerProcess(), None
+        return embedded.ServerProcess(workers=workers), None
     database = postgresql.PostgreSQLServer()
     database.start()
     try:
         database.create_database('placement')
         return (embedded.ServerProcess(
-            connection=database.url('placement')), database)
+            connection=database.url('placement'), workers=workers),
+            database)
     except BaseException:
         database.stop()
         raise
@@ -559,6 +561,10 @@ def main(argv=None):
                              'file, or a private PostgreSQL server started '
                              'for the run (the same openstack-placement '
                              'app).')
+    parser.add_argument('--placement-workers', type=common.positive,
+                        default=1, metavar='N',
+                        help='processes of the embedded Placement (as a '
+                        'deployment runs it under uWSGI or mod_wsgi)')
     parser.add_argument('--reference', metavar='JSON',
                         help='The output of a run at 1,000 hosts: each part '
                              'of a decision is compared with it ("scale").')
@@ -579,7 +585,8 @@ def main(argv=None):
     if args.reference:
         with open(args.reference) as f:
             reference = json.load(f)
-    server, placement_db = start_placement(args.placement)
+    server, placement_db = start_placement(args.placement,
+                                           args.placement_workers)
     try:
         client = placement_client.PlacementClient.from_endpoint(
             server.url, embedded.NOAUTH_HEADERS)
@@ -719,6 +726,7 @@ def add_scale_figures(result, args, placement_seeded, components, rss,
     time, each phase's parts and memory, the goals against
     ``reference``."""
     result['placement'] = args.placement
+    result['placement_workers'] = args.placement_workers
     result['placement_seed_seconds'] = round(placement_seeded, 1)
     for phase in result['check_create']:
         age = phase['capacity_max_age']
