@@ -385,38 +385,41 @@ class Transaction:
         """:func:`longest_duration`, read ahead or not."""
         return self._scalar('longest_duration')
 
-    def _ahead(self, name, project_id=None, exclude=None, now=None,
-               query=True):
-        """``(key, query)`` of the scalar ``name`` of :data:`READ_AHEAD`:
-        what it is known by in this transaction, and the query reading
-        it (None without ``query``). ``now``: the time open leases end
-        after (default: this transaction's)."""
-        t = models.projects
+    @staticmethod
+    def _ahead_key(name, project_id=None, exclude=None):
+        """What the scalar ``name`` of :data:`READ_AHEAD` about
+        ``project_id`` (``exclude`` left out) is known by in a
+        transaction."""
         if name == 'open_count':
-            return (('open_count', project_id, exclude),
-                    self._open_count_query(project_id, exclude, now=now)
-                    if query else None)
+            return ('open_count', project_id, exclude)
         if name == 'generation':
-            return (('generation', project_id),
-                    sa.select(t.c.generation)
-                    .where(t.c.project_id == project_id)
-                    if query else None)
-        return (('longest_duration',),
-                statements.longest_duration() if query else None)
+            return ('generation', project_id)
+        return ('longest_duration',)
+
+    def _ahead_query(self, name, excluding):
+        """The query of the scalar ``name`` of :data:`READ_AHEAD`, its
+        values bound: ``project_id``, ``now`` (open leases end after it)
+        and, when ``excluding``, ``exclude``."""
+        if name == 'open_count':
+            return self._open_count_query(
+                sa.bindparam('project_id'),
+                sa.bindparam('exclude') if excluding else None,
+                now=sa.bindparam('now'))
+        if name == 'generation':
+            t = models.projects
+            return sa.select(t.c.generation).where(
+                t.c.project_id == sa.bindparam('project_id'))
+        return statements.longest_duration()
 
     def _scalar(self, name, project_id=None, exclude=None):
         """The scalar ``name`` of :data:`READ_AHEAD` read ahead, else
         read now (0 for no row)."""
-        known = self._known.get(
-            self._ahead(name, project_id, exclude, query=False)[0])
+        known = self._known.get(self._ahead_key(name, project_id, exclude))
         if known is not None:
             return known
         excluding = exclude is not None
-        query = statements.built(
-            ('scalar', name, excluding), lambda: self._ahead(
-                name, sa.bindparam('project_id'),
-                sa.bindparam('exclude') if excluding else None,
-                sa.bindparam('now'))[1])
+        query = statements.built(('scalar', name, excluding),
+                                 lambda: self._ahead_query(name, excluding))
         return self.connection.execute(query, {
             'project_id': project_id, 'exclude': exclude,
             'now': self.now}).scalar() or 0
@@ -435,18 +438,16 @@ class Transaction:
         excluding = exclude is not None
 
         def build():
-            project, left_out = sa.bindparam('project_id'), (
-                sa.bindparam('exclude') if excluding else None)
             return sa.select(*(
-                self._ahead(name, project, left_out, sa.bindparam('now'))[1]
-                .scalar_subquery().label(name) for name in names))
+                self._ahead_query(name, excluding).scalar_subquery()
+                .label(name) for name in names))
         row = self.connection.execute(
             statements.built(('read_ahead', names, excluding), build),
             {'project_id': project_id, 'exclude': exclude,
              'now': self.now}).one()
         for name in names:
-            key = self._ahead(name, project_id, exclude, query=False)[0]
-            self._known[key] = getattr(row, name) or 0
+            self._known[self._ahead_key(name, project_id, exclude)] = \
+                getattr(row, name) or 0
 
     def _forget(self):
         """This transaction wrote what a read ahead counted."""
