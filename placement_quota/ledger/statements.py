@@ -17,34 +17,14 @@ other leases' instances on its hosts, its credit allocation, its entry
 and first charge. Building a SQLAlchemy statement and working out its
 cache key costs more than running it on a fast database (a quarter of a
 service worker's interpreter time under a burst of check-creates), so
-each is built once for each shape (:func:`built`), its values bound
-parameters given at each execution; SQLAlchemy then finds its compiled
-form in its cache at once.
+each is built once for each shape (``ledger/db/built.py``), its values
+bound parameters given at each execution.
 """
 
 import sqlalchemy as sa
 
 from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
-
-#: Statements built once (:func:`built`), by what tells them apart.
-BUILT_STATEMENTS = {}
-#: Most statements kept in :data:`BUILT_STATEMENTS` (shapes past them,
-#: such as a lease on hundreds of hosts, are built for each use).
-BUILT_LIMIT = 512
-
-
-def built(key, build):
-    """The statement ``build()`` makes, built once for ``key``: its
-    values are bound parameters given at each execution, so SQLAlchemy
-    neither builds it nor works out its cache key again for every
-    decision."""
-    found = BUILT_STATEMENTS.get(key)
-    if found is None:
-        found = build()
-        if len(BUILT_STATEMENTS) < BUILT_LIMIT:
-            found = BUILT_STATEMENTS.setdefault(key, found)
-    return found
 
 
 def on_hosts(column, count):

@@ -35,6 +35,7 @@ from sqlalchemy import exc as sa_exc
 from placement_quota import audit
 from placement_quota.conf import ledger as ledger_conf
 from placement_quota.lease import amounts as accounting
+from placement_quota.ledger.db import built
 from placement_quota.ledger.db import deadlines
 from placement_quota.ledger.db import engine
 from placement_quota.ledger import errors
@@ -418,8 +419,8 @@ class Transaction:
         if known is not None:
             return known
         excluding = exclude is not None
-        query = statements.built(('scalar', name, excluding),
-                                 lambda: self._ahead_query(name, excluding))
+        query = built.built(('scalar', name, excluding),
+                            lambda: self._ahead_query(name, excluding))
         return self.connection.execute(query, {
             'project_id': project_id, 'exclude': exclude,
             'now': self.now}).scalar() or 0
@@ -442,7 +443,7 @@ class Transaction:
                 self._ahead_query(name, excluding).scalar_subquery()
                 .label(name) for name in names))
         row = self.connection.execute(
-            statements.built(('read_ahead', names, excluding), build),
+            built.built(('read_ahead', names, excluding), build),
             {'project_id': project_id, 'exclude': exclude,
              'now': self.now}).one()
         for name in names:
@@ -571,7 +572,7 @@ class Transaction:
             if excluding:
                 query = query.where(t.c.id != sa.bindparam('exclude'))
             return query
-        query = statements.built(
+        query = built.built(
             ('intervals', with_lease, with_names, some, excluding), build)
         return [(_row_interval(row), row) for row in self.connection.execute(
             query, {'start': start, 'end': end, 'exclude': exclude,
@@ -597,7 +598,7 @@ class Transaction:
         return [(window.Interval(row.start_date, row.effective_end, {
             'VCPU': row.instance_vcpus, 'MEMORY_MB': row.instance_memory_mb,
             'DISK_GB': row.instance_disk_gb}), row)
-            for row in self.connection.execute(statements.built(
+            for row in self.connection.execute(built.built(
                 ('instance_intervals',) + shape,
                 lambda: statements.instance_intervals(*shape)), params)]
 
@@ -639,7 +640,7 @@ class Transaction:
             allocation_id, amount, kind = charge
             columns = tuple(sorted(values))
             return self.connection.execute(
-                statements.built(
+                built.built(
                     ('charge_of_new', columns),
                     lambda: statements.charge_of_new(columns)),
                 dict(values, charge_allocation_id=allocation_id,
@@ -720,7 +721,7 @@ class Transaction:
                 sa.or_(t.c.end_date.is_(None), t.c.end_date > at_)
             ).order_by(t.c.id.desc())
         row = self.connection.execute(
-            statements.built(('allocation', general, with_share), build),
+            built.built(('allocation', general, with_share), build),
             {'project_id': project_id, 'at': at,
              'resource_class': resource_class,
              'share_of': share_of}).first()

@@ -66,6 +66,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.dialects import sqlite
 
+from placement_quota.ledger.db import built
 from placement_quota.ledger import models
 
 #: The database backends of the MySQL family (SQLAlchemy's dialect names).
@@ -197,29 +198,19 @@ def take_rows(connection, dialect, keys, now):
     return []
 
 
-#: The statements of :func:`take_rows`, by number of rows and mode.
-_LOCKING = {}
-#: Most statements kept in :data:`_LOCKING` (past them, built each time).
-LOCKING_LIMIT = 256
-
-
 def _locking(count, is_shared):
     """``SELECT ... FOR UPDATE`` (``FOR SHARE``) of ``count`` rows bound
     as ``row_0``, ``row_1``..., sorted in that order before they are
     locked; built once for each count and mode."""
-    key = (count, is_shared)
-    found = _LOCKING.get(key)
-    if found is None:
+    def build():
         t = models.projects
         rows = [sa.bindparam('row_%d' % i) for i in range(count)]
         position = sa.case(*((t.c.project_id == row, i)
                              for i, row in enumerate(rows)))
-        found = sa.select(t.c.project_id).where(
+        return sa.select(t.c.project_id).where(
             t.c.project_id.in_(rows)).order_by(position).with_for_update(
                 read=is_shared)
-        if len(_LOCKING) < LOCKING_LIMIT:
-            found = _LOCKING.setdefault(key, found)
-    return found
+    return built.built(('locking', count, is_shared), build)
 
 
 def _runs(keys):

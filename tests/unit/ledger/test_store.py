@@ -22,9 +22,9 @@ import sqlalchemy as sa
 
 from placement_quota.accounts import store as accounts_store
 from placement_quota.ledger import errors as ledger_errors
+from placement_quota.ledger.db import built
 from placement_quota.ledger.db import locks
 from placement_quota.ledger import models
-from placement_quota.ledger import statements
 from placement_quota.ledger import store
 from tests.builders import at
 from tests.builders import NOW
@@ -389,7 +389,7 @@ class TestBuiltStatements(base.LedgerTestCase):
     def setUp(self):
         super().setUp()
         self.useFixture(fixtures.MonkeyPatch(
-            'placement_quota.ledger.statements.BUILT_STATEMENTS', {}))
+            'placement_quota.ledger.db.built.STATEMENTS', {}))
         self.builds = []
 
     def build(self):
@@ -397,20 +397,18 @@ class TestBuiltStatements(base.LedgerTestCase):
         return sa.select(sa.literal(1))
 
     def test_a_shape_is_built_once(self):
-        first = statements.built(('shape',), self.build)
-        self.assertIs(first, statements.built(('shape',), self.build))
+        first = built.built(('shape',), self.build)
+        self.assertIs(first, built.built(('shape',), self.build))
         self.assertEqual(1, len(self.builds))
 
     def test_past_the_limit_a_shape_is_built_for_each_use(self):
         self.useFixture(fixtures.MonkeyPatch(
-            'placement_quota.ledger.statements.BUILT_LIMIT', 0))
-        statements.built(('shape',), self.build)
-        statements.built(('shape',), self.build)
+            'placement_quota.ledger.db.built.LIMIT', 0))
+        built.built(('shape',), self.build)
+        built.built(('shape',), self.build)
         self.assertEqual(2, len(self.builds))
 
     def test_the_lock_statement_is_built_once_for_a_count_and_mode(self):
-        self.useFixture(fixtures.MonkeyPatch(
-            'placement_quota.ledger.db.locks._LOCKING', {}))
         self.assertIs(locks._locking(2, False), locks._locking(2, False))
         self.assertIsNot(locks._locking(2, False), locks._locking(2, True))
 
