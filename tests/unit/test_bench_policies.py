@@ -13,6 +13,8 @@
 15 ms with the caches, under 30 ms with Placement read live, on every
 ledger; and how tools/bench/split.py tells where a request's time went."""
 
+import threading
+
 import testtools
 
 from tools.bench import policies as bench
@@ -94,3 +96,93 @@ class TestSplit(testtools.TestCase):
             ({'ms': 3.0, 'statements': 1.0}, {'ms': 0.5, 'statements': 0.5},
              {'ms': 0.0, 'statements': 0.0}),
             (found['locks'], found['commit'], found['placement']))
+
+
+class FloorPlacement:
+    """A Placement client that answers at once, and a clock advanced by
+    ``usage_ms`` for each usage read and ``listing_ms`` for each
+    listing."""
+
+    def __init__(self, usage_ms, listing_ms=100.0, usages_error=None):
+        self.now = 0.0
+        self.usage_ms = list(usage_ms)
+        self.listing_ms = listing_ms
+        self.usages_error = usages_error
+        self.urls = []
+        self.listed = threading.Event()
+
+    def clock(self):
+        return self.now
+
+    def supports(self, version):
+        return True
+
+    def get(self, url):
+        self.urls.append(url)
+        if self.usages_error is not None:
+            raise self.usages_error
+        self.now += self.usage_ms.pop(0) / 1000
+        return {'usages': {}}
+
+    def request(self, method, url):
+        self.urls.append(url)
+        self.now += self.listing_ms / 1000
+        self.listed.set()
+
+
+class TestPlacementFloor(testtools.TestCase):
+
+    def floor(self, client, requests=100, listings=3):
+        return bench.placement_floor(client, ['p1', 'p2'], requests,
+                                     listings, clock=client.clock,
+                                     listing_every=None)
+
+    def test_each_request_is_one_usage_read_of_a_listed_project(self):
+        client = FloorPlacement([1.0] * 100)
+        self.floor(client)
+        usages = [u for u in client.urls if u.startswith('/usages')]
+        self.assertEqual(100, len(usages))
+        self.assertEqual({'/usages?project_id=p1', '/usages?project_id=p2'},
+                         {u.split('&')[0] for u in usages})
+
+    def test_the_usage_reads_give_their_p50_and_p99(self):
+        # 100 reads: the p99 is the 99th slowest.
+        client = FloorPlacement([5.0] * 97 + [40.0, 40.0, 90.0])
+        floor = self.floor(client)
+        self.assertEqual({'p50_ms': 5.0, 'p99_ms': 40.0}, floor['usages'])
+
+    def test_the_listing_is_the_median_of_its_reads(self):
+        client = FloorPlacement([1.0] * 100, listing_ms=420.0)
+        floor = self.floor(client, listings=3)
+        self.assertEqual(3, client.urls.count('/resource_providers'))
+        self.assertEqual((420.0, 3), (floor['listing_ms'],
+                                      floor['listings']))
+
+    def test_a_placement_refusing_usages_gives_its_error_and_the_listing(
+            self):
+        refusal = bench.placement_client.PlacementError(
+            500, None, 'GROUP BY refused', 'GET', '/usages')
+        floor = self.floor(FloorPlacement([], usages_error=refusal))
+        self.assertIn('GROUP BY refused', floor['error'])
+        self.assertNotIn('usages', floor)
+        self.assertEqual(100.0, floor['listing_ms'])
+
+    def test_the_second_usage_reads_run_beside_a_listing_loop(self):
+        client = FloorPlacement([1.0] * 200)
+        floor = bench.placement_floor(client, ['p1'], 100, 1,
+                                      clock=client.clock, listing_every=0.0)
+        beside = floor['beside_listing']
+        self.assertEqual(0.0, beside['every_s'])
+        self.assertGreaterEqual(beside['listings'], 1)
+        self.assertEqual(200, len([u for u in client.urls
+                                   if u.startswith('/usages')]))
+
+
+class TestListingLoop(testtools.TestCase):
+
+    def test_lists_every_provider_until_the_block_ends(self):
+        client = FloorPlacement([])
+        with bench.ListingLoop(client, 60.0) as loop:
+            self.assertTrue(client.listed.wait(10))
+        self.assertEqual((1, ['/resource_providers']),
+                         (loop.count, client.urls))

@@ -49,7 +49,11 @@ kind for the run (tests/fixtures), its page cache sized like a production
 server's (:data:`LEDGER_CACHE`); ``--connection`` uses a database of
 yours. Each phase also prints where its milliseconds went
 (``split_ms``: Placement, ledger reads, locks, writes, commit; see
-tools/bench/split.py).
+tools/bench/split.py), and before the phases the run measures
+Placement alone, nothing else running (``placement_floor``: the p50 and
+p99 of the one ``GET /usages`` a cached decision of a cold project
+makes, and a listing of every provider, a capacity view refresh's call):
+a goal below them is out of reach whatever placement-quota does.
 
 At ``--hosts 10000 --leases 1000000``: ``--placement postgresql`` runs
 the same openstack-placement app on a private PostgreSQL database instead
@@ -76,6 +80,7 @@ import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -97,6 +102,7 @@ from placement_quota.ledger import models  # noqa: E402
 from placement_quota.ledger import store  # noqa: E402
 from placement_quota.placement import client as placement_client  # noqa
 from placement_quota.placement import embedded  # noqa: E402
+from placement_quota.placement import usage_room  # noqa: E402
 from placement_quota import services as services_mod  # noqa: E402
 from placement_quota.placement import usage as placement_usage  # noqa
 from placement_quota.httpserver import server as wsgi_server  # noqa: E402
@@ -332,6 +338,85 @@ def wait_for_view(chain, timeout=3600):
                 raise RuntimeError('the capacity view was not read in %d s'
                                    % timeout)
             time.sleep(0.1)
+
+
+#: Usage reads and listings of :func:`placement_floor`.
+FLOOR_REQUESTS = 200
+FLOOR_LISTINGS = 3
+#: Seconds between the listings beside the floor's second usage reads: a
+#: capacity view of 5 s refreshes every 2.5 s.
+FLOOR_LISTING_EVERY = 2.5
+
+
+class ListingLoop:
+    """A thread listing every provider (``GET /resource_providers``) every
+    ``every`` seconds, as a capacity view's refresh does, while the
+    ``with`` block runs; :attr:`count` listings made."""
+
+    def __init__(self, client, every):
+        self.client = client
+        self.every = every
+        self.count = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        # At least one listing, however short the block.
+        while True:
+            self.client.request('GET', '/resource_providers')
+            self.count += 1
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def placement_floor(client, project_ids, requests=FLOOR_REQUESTS,
+                    listings=FLOOR_LISTINGS, clock=time.perf_counter,
+                    listing_every=FLOOR_LISTING_EVERY):
+    """What Placement alone takes on this machine, nothing else running:
+    the p50 and p99 ms of ``requests`` reads of a random project's usage
+    (:func:`usage_room.project_usages`, the call a cached decision of a
+    cold project makes), the median ms of ``listings`` reads of ``GET
+    /resource_providers`` (a capacity view refresh's call), and the p50
+    and p99 of ``requests`` more usage reads while a :class:`ListingLoop`
+    lists every ``listing_every`` seconds (``beside_listing``; None: not
+    measured). A phase's goal below these is out of reach whatever
+    placement-quota does."""
+    project_ids = sorted(project_ids)
+    rng = random.Random(0)
+
+    def timed(read):
+        began = clock()
+        read()
+        return (clock() - began) * 1000
+
+    def usages():
+        found = [timed(lambda: usage_room.project_usages(
+            client, rng.choice(project_ids))) for _ in range(requests)]
+        return {'p50_ms': round(statistics.median(found), 2),
+                'p99_ms': round(common.percentile(found, 0.99), 2)}
+    listing = [timed(lambda: client.request('GET', '/resource_providers'))
+               for _ in range(listings)]
+    floor = {'requests': requests, 'listings': listings,
+             'listing_ms': round(statistics.median(listing), 1)}
+    try:
+        floor['usages'] = usages()
+        if listing_every is not None:
+            with ListingLoop(client, listing_every) as loop:
+                floor['beside_listing'] = usages()
+            floor['beside_listing'].update(every_s=listing_every,
+                                           listings=loop.count)
+    except placement_client.PlacementError as exc:
+        # openstack-placement 16.0.0 on PostgreSQL (see usage_reads).
+        floor['error'] = str(exc)[:300]
+    return floor
 
 
 def usage_reads(client, max_count):
@@ -602,6 +687,7 @@ def main(argv=None):
             seeded = seeding.wait()
         finally:
             seeding.stop()
+        floor = placement_floor(client, projects)
         conf = configure(directory, server.url, connection,
                          write_files(directory, projects))
         conf.set_override('accounts', not args.no_accounts, 'limits')
@@ -681,6 +767,7 @@ def main(argv=None):
         'hosts': args.hosts, 'filters': FILTERS,
         'seed_seconds': round(seeded, 1),
         'goal_p99_ms': GOAL_P99_MS,
+        'placement_floor': floor,
         'check_create': [dict(summary(age, *phases[age]),
                               nova_quota_max_age=(
                                   args.nova_quota_max_age if age else 0),
@@ -708,6 +795,7 @@ def main(argv=None):
         sys.stderr.write('  a request: %s\n' % ', '.join(
             '%s %.2f ms (%.1f)' % (part, figures['ms'], figures['statements'])
             for part, figures in phase['split_ms'].items()))
+    write_floor(result['placement_floor'])
     write_scale_summary(result)
     if 'error' in fit:
         sys.stderr.write('instances that fit: %s\n' % fit['error'])
@@ -718,6 +806,23 @@ def main(argv=None):
             % (fit['ours_reads'], fit['nova_loop_reads'], fit['max_count'],
                fit['fit']))
     return 0
+
+
+def write_floor(floor):
+    if 'error' in floor:
+        usages = floor['error']
+    else:
+        usages = 'p50 %.1f ms, p99 %.1f ms (%d reads)' % (
+            floor['usages']['p50_ms'], floor['usages']['p99_ms'],
+            floor['requests'])
+        beside = floor.get('beside_listing')
+        if beside:
+            usages += '; beside a listing every %.1f s: p50 %.1f, p99 %.1f' % (
+                beside['every_s'], beside['p50_ms'], beside['p99_ms'])
+    sys.stderr.write(
+        'Placement alone: GET /usages %s; GET /resource_providers %.1f ms '
+        '(median of %d)\n'
+        % (usages, floor['listing_ms'], floor['listings']))
 
 
 def add_scale_figures(result, args, placement_seeded, components, rss,
