@@ -410,7 +410,7 @@ def placement_floor(client, project_ids, requests=FLOOR_REQUESTS,
                 'p99_ms': round(common.percentile(found, 0.99), 2)}
     listing = [timed(lambda: client.request('GET', '/resource_providers'))
                for _ in range(listings)]
-    floor = {'requests': requests, 'listings': listings,
+    floor = {'listings': listings,
              'listing_ms': round(statistics.median(listing), 1)}
     try:
         floor['usages'] = usages()
@@ -821,7 +821,7 @@ def write_floor(floor):
     else:
         usages = 'p50 %.1f ms, p99 %.1f ms (%d reads)' % (
             floor['usages']['p50_ms'], floor['usages']['p99_ms'],
-            floor['requests'])
+            floor['usages']['reads'])
         beside = floor.get('beside_listing')
         if beside:
             usages += '; beside a listing every %.1f s: p50 %.1f, p99 %.1f' % (
